@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+// Production entry: runs the compiled commands in dist/ (npm run build).
+import {execute} from '@oclif/core'
+
+await execute({dir: import.meta.url})

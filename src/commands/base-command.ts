@@ -1,0 +1,37 @@
+import {Command, Flags} from '@oclif/core'
+import {isToolgateError, toToolgateError} from '../lib/errors.ts'
+import {createLogger, type Logger} from '../lib/log/logger.ts'
+
+/**
+ * Shared flags and error handling for every command (contract §0): `--debug` and `--json` on every
+ * command, ToolgateError → message on stderr + its exit code, never a stack trace for known errors.
+ */
+export abstract class BaseCommand extends Command {
+  static override baseFlags = {
+    debug: Flags.boolean({description: 'Log debug detail to stderr.', default: false}),
+    json: Flags.boolean({description: 'Machine-readable output (JSON lines on stdout, JSON logs on stderr).', default: false}),
+  }
+
+  protected makeLogger(flags: {debug: boolean; json: boolean}): Logger {
+    return createLogger({level: flags.debug ? 'debug' : 'info', json: flags.json})
+  }
+
+  /** Prints one result line to stdout: JSON when `--json`, else the human text. */
+  protected emit(json: boolean, human: string, data: unknown): void {
+    process.stdout.write((json ? JSON.stringify(data) : human) + '\n')
+  }
+
+  protected override async catch(err: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<unknown> {
+    if (isToolgateError(err)) {
+      process.stderr.write(`Error: ${err.message}\n`)
+      if (process.argv.includes('--debug') && err.cause) process.stderr.write(`  cause: ${String((err.cause as Error)?.message ?? err.cause)}\n`)
+      this.exit(err.exitCode)
+    }
+    // oclif's own parse errors (unknown flag, missing arg) keep their messages and exit 2.
+    if (err.oclif) return super.catch(err)
+    const e = toToolgateError(err)
+    process.stderr.write(`Error: ${err.message || e.message}\n`)
+    if (process.argv.includes('--debug') && err.stack) process.stderr.write(err.stack + '\n')
+    this.exit(e.exitCode)
+  }
+}

@@ -1,0 +1,64 @@
+import type {Server} from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {ToolgateError} from '../errors.ts'
+
+export interface HostPort {
+  host: string | undefined
+  port: number
+}
+
+/**
+ * Parses a listen address: `:8080` (all interfaces), `127.0.0.1:8080`, `[::1]:8080`, `localhost:0`.
+ * `where` names the flag or field in the error.
+ */
+export function parseListenAddress(text: string, where: string): HostPort {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text.trim())
+  const port = m ? Number(m[3]) : NaN
+  if (!m || port > 65535) {
+    throw new ToolgateError('ERR_USAGE', `${where}: "${text}" is not a listen address (use host:port, :port or [ipv6]:port)`)
+  }
+  const host = m[1] ?? m[2]
+  return {host: host === '' ? undefined : host, port}
+}
+
+/** Listens and resolves with the bound address; a busy port is ERR_ADDRESS_IN_USE, never a silent switch. */
+export function listen(server: Server, addr: HostPort, where: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      server.off('listening', onListening)
+      if (err.code === 'EADDRINUSE') {
+        reject(new ToolgateError('ERR_ADDRESS_IN_USE', `${where}: address ${addr.host ?? ''}:${addr.port} is already in use`, {cause: err}))
+      } else if (err.code === 'EACCES') {
+        reject(new ToolgateError('ERR_ADDRESS_IN_USE', `${where}: permission denied to listen on ${addr.host ?? ''}:${addr.port}`, {cause: err}))
+      } else {
+        reject(new ToolgateError('ERR_USAGE', `${where}: cannot listen on ${addr.host ?? ''}:${addr.port}: ${err.message}`, {cause: err}))
+      }
+    }
+    const onListening = () => {
+      server.off('error', onError)
+      resolve(server.address() as AddressInfo)
+    }
+    server.once('error', onError)
+    server.once('listening', onListening)
+    server.listen(addr.port, addr.host)
+  })
+}
+
+/**
+ * Graceful close: stop accepting, let in-flight requests finish, and after `graceMs` cut what is
+ * left (long-lived SSE streams would otherwise hold shutdown forever).
+ */
+export async function closeGracefully(server: Server, graceMs = 10_000): Promise<void> {
+  if (!server.listening) return
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+  server.closeIdleConnections()
+  const timer = setTimeout(() => server.closeAllConnections(), graceMs)
+  timer.unref()
+  await closed
+  clearTimeout(timer)
+}
+
+export function urlOf(info: AddressInfo, scheme = 'http'): string {
+  const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
+  return `${scheme}://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${info.port}`
+}

@@ -1,0 +1,116 @@
+/**
+ * Registry domain types shared by the store, the sources and the HTTP API (contract §1,
+ * MCP registry API v0.1). The store sits behind `RegistryStore` so that a PostgreSQL backend can
+ * implement the same interface later.
+ */
+
+/** An MCP `server.json` document. Only `name` and `version` are required by us; the rest passes through. */
+export interface ServerJson {
+  $schema?: string
+  name: string
+  version: string
+  description?: string
+  title?: string
+  websiteUrl?: string
+  icons?: unknown[]
+  repository?: Record<string, unknown>
+  packages?: Record<string, unknown>[]
+  remotes?: Record<string, unknown>[]
+  _meta?: Record<string, unknown>
+  [key: string]: unknown
+}
+
+export const OFFICIAL_META_KEY = 'io.modelcontextprotocol.registry/official'
+
+export interface OfficialMeta {
+  status: 'active' | 'deprecated' | 'deleted'
+  publishedAt: string // RFC 3339
+  updatedAt: string // RFC 3339
+  isLatest: boolean
+}
+
+/** One element of a list response, and the body of a single-version response. */
+export interface ServerEntry {
+  server: ServerJson
+  _meta: {[OFFICIAL_META_KEY]: OfficialMeta}
+}
+
+export interface ListQuery {
+  /** Opaque keyset cursor from a previous page's `nextCursor`; the store validates it (ERR_BAD_PARAMETER). */
+  cursor?: string
+  /** 1..100, already validated by the HTTP layer. */
+  limit: number
+  /** Case-insensitive substring of name, title or description. */
+  search?: string
+  /** Only versions updated strictly after this instant. */
+  updatedSince?: Date
+  /** An exact version, or `latest` for the latest version of each server. */
+  version?: string
+}
+
+export interface ListResult {
+  servers: ServerEntry[]
+  nextCursor?: string
+}
+
+export interface RegistryDefinition {
+  name: string
+  /** Source names in precedence order: a server name present in two sources is served from the first. */
+  sources: string[]
+}
+
+export interface SyncStats {
+  source: string
+  versions: number
+  added: number
+  updated: number
+  removed: number
+}
+
+export interface RegistryStore {
+  /** Runs schema migrations (versioned); safe to call on every start. */
+  init(): Promise<void>
+  close(): Promise<void>
+  /** Throws when the storage does not answer (used by /readiness). */
+  ping(): Promise<void>
+  /** Declares which registries exist and which sources feed them, in order. */
+  setRegistries(registries: RegistryDefinition[]): Promise<void>
+  hasRegistry(name: string): boolean
+  /** Replaces everything a source holds with `servers` (one transaction), keeping publishedAt of unchanged versions. */
+  replaceSource(source: string, servers: ServerJson[], now: Date): Promise<SyncStats>
+  /** Throws ERR_REGISTRY_NOT_FOUND for an unknown registry and ERR_BAD_PARAMETER for a bad cursor. */
+  listServers(registry: string, query: ListQuery): Promise<ListResult>
+  /** All versions of one server, or undefined when the registry has no server of that name. */
+  listVersions(registry: string, name: string): Promise<ServerEntry[] | undefined>
+  /** One version (`latest` allowed), or undefined. */
+  getVersion(registry: string, name: string, version: string): Promise<ServerEntry | undefined>
+  /** Total stored versions, for metrics. */
+  countVersions(): Promise<number>
+}
+
+// ----- source configuration (validated by src/lib/config, consumed by src/lib/registry/sources) -----
+
+export interface NameFilter {
+  include?: string[]
+  exclude?: string[]
+}
+
+export interface SourceConfigBase {
+  name: string
+  /** Milliseconds; required for api and url sources, optional for file paths (which are also watched). */
+  syncIntervalMs?: number
+  filter?: {names?: NameFilter}
+}
+
+export interface FileSourceConfig extends SourceConfigBase {
+  kind: 'file'
+  path?: string
+  url?: string
+}
+
+export interface ApiSourceConfig extends SourceConfigBase {
+  kind: 'api'
+  endpoint: string
+}
+
+export type SourceConfig = FileSourceConfig | ApiSourceConfig

@@ -1,0 +1,36 @@
+import {createRequire} from 'node:module'
+
+/**
+ * Build facts for `/version` and `--version`. The standalone build replaces the `__TOOLGATE_*__`
+ * globals through esbuild `define`; from source they fall back to package.json and the environment.
+ */
+declare const __TOOLGATE_VERSION__: string | undefined
+declare const __TOOLGATE_COMMIT__: string | undefined
+declare const __TOOLGATE_BUILD_DATE__: string | undefined
+
+function packageVersion(): string {
+  try {
+    return (createRequire(import.meta.url)('../../package.json') as {version: string}).version
+  } catch {
+    return '0.0.0'
+  }
+}
+
+export interface VersionInfo {
+  version: string
+  commit: string
+  build_date: string
+  node_version: string
+  platform: string
+}
+
+export function versionInfo(): VersionInfo {
+  return {
+    version: typeof __TOOLGATE_VERSION__ === 'string' ? __TOOLGATE_VERSION__ : packageVersion(),
+    commit: typeof __TOOLGATE_COMMIT__ === 'string' ? __TOOLGATE_COMMIT__ : (process.env.TOOLGATE_COMMIT ?? 'unknown'),
+    build_date:
+      typeof __TOOLGATE_BUILD_DATE__ === 'string' ? __TOOLGATE_BUILD_DATE__ : (process.env.TOOLGATE_BUILD_DATE ?? 'unknown'),
+    node_version: process.version,
+    platform: `${process.platform}/${process.arch}`,
+  }
+}
