@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   ERR_AUTH_PROVIDER_UNREACHABLE: {status: 401, exit: 69},
   ERR_OUTBOUND_BLOCKED: {status: 502, exit: 69},
   ERR_OUTBOUND_TIMEOUT: {status: 504, exit: 69},
+  ERR_OUTBOUND_FAILED: {status: 502, exit: 69},
   ERR_FORBIDDEN: {status: 403, exit: 77},
   ERR_POLICY_INVALID: {status: 500, exit: 78},
   // proxy
