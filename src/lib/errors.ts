@@ -44,6 +44,7 @@ export const ERROR_CODES = {
   ERR_SECRET_CORRUPT: {status: 500, exit: 65},
   ERR_SECRET_LOCKED: {status: 500, exit: 77},
   ERR_KEYRING_UNAVAILABLE: {status: 500, exit: 69},
+  ERR_SECRET_BUSY: {status: 503, exit: 75},
   // anything else
   ERR_INTERNAL: {status: 500, exit: 70},
 } as const satisfies Record<string, {status: number; exit: number}>
