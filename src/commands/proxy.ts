@@ -1,0 +1,80 @@
+import {Args, Flags} from '@oclif/core'
+import {DEFAULT_MAX_BODY} from '../lib/proxy/body-limit.ts'
+import {proxyConfigFromFlags} from '../lib/proxy/options.ts'
+import {startProxy} from '../lib/proxy/proxy-server.ts'
+import {BaseCommand} from './base-command.ts'
+
+export default class Proxy extends BaseCommand {
+  static override description =
+    'Run a transparent, streaming, authenticating HTTP proxy in front of an MCP server (streamable HTTP or SSE).'
+
+  static override examples = [
+    '<%= config.bin %> proxy --target-uri http://127.0.0.1:3001 weather',
+    '<%= config.bin %> proxy --target-uri https://mcp.example.com --oidc-issuer https://auth.example.com --oidc-audience api://weather --resource-url http://127.0.0.1:8080/mcp --port 8080 weather',
+    '<%= config.bin %> proxy --target-uri https://mcp.example.com --remote-auth-bearer-token-file ./token --remote-forward-headers X-Tenant=acme weather',
+  ]
+
+  static override args = {
+    SERVER_NAME: Args.string({description: 'Name of the proxied server (used in logs and state).', required: true}),
+  }
+
+  static override flags = {
+    'target-uri': Flags.string({description: 'URI of the target MCP server.', required: true}),
+    host: Flags.string({description: 'Listen host (IP or hostname).', default: '127.0.0.1'}),
+    port: Flags.integer({description: 'Listen port (default: a free port).', min: 0, max: 65535}),
+    'allowed-origins': Flags.string({description: 'Exact-match allowlist for the Origin header (repeatable).', multiple: true}),
+    'max-request-body-size': Flags.integer({
+      description: `Maximum inbound request body size in bytes (0 = ${DEFAULT_MAX_BODY} bytes, 8 MiB).`,
+      default: 0,
+      min: 0,
+    }),
+    'resource-url': Flags.string({description: 'Resource URL advertised at /.well-known/oauth-protected-resource (RFC 9728).'}),
+    'oidc-issuer': Flags.string({description: 'Issuer URL for incoming-token validation.'}),
+    'oidc-audience': Flags.string({description: 'Expected audience of incoming tokens.'}),
+    'oidc-client-id': Flags.string({description: 'OIDC client ID (for introspection).'}),
+    'oidc-client-secret': Flags.string({description: 'OIDC client secret (for introspection).'}),
+    'oidc-introspection-url': Flags.string({description: 'Token introspection endpoint (RFC 7662).'}),
+    'oidc-jwks-url': Flags.string({description: 'JWKS URL (skips OIDC discovery).'}),
+    'oidc-scopes': Flags.string({description: 'Scopes advertised in the well-known endpoint.', multiple: true, default: ['openid']}),
+    'remote-auth-bearer-token': Flags.string({
+      description: 'Bearer token for the remote server (or env TOOLGATE_REMOTE_AUTH_BEARER_TOKEN).',
+    }),
+    'remote-auth-bearer-token-file': Flags.string({description: 'File holding the bearer token for the remote server.'}),
+    'remote-forward-headers': Flags.string({description: 'Header injected into forwarded requests, Name=Value (repeatable).', multiple: true}),
+    'token-exchange-url': Flags.string({description: 'Token exchange endpoint (RFC 8693); enables token exchange.'}),
+    'token-exchange-audience': Flags.string({description: 'Target audience of exchanged tokens.'}),
+    'token-exchange-client-id': Flags.string({description: 'Client ID for token exchange.'}),
+    'token-exchange-client-secret': Flags.string({
+      description: 'Client secret for token exchange.',
+    }),
+    'token-exchange-client-secret-file': Flags.string({description: 'File holding the token-exchange client secret.'}),
+    'token-exchange-header-name': Flags.string({description: 'Header that carries the exchanged token (default: replaces Authorization).'}),
+    'token-exchange-scopes': Flags.string({description: 'Scopes requested for exchanged tokens.', multiple: true}),
+    'token-exchange-subject-token-type': Flags.string({
+      description: 'Type of the subject token: access_token (default) or id_token.',
+      options: ['access_token', 'id_token'],
+    }),
+  }
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(Proxy)
+    const logger = this.makeLogger(flags)
+    const config = proxyConfigFromFlags(args.SERVER_NAME, flags, {logger})
+    const proxy = await startProxy(config, {logger})
+    const target = config.targetUri.href
+    this.emit(flags.json, `Proxy ${config.name} listening on ${proxy.url} -> ${target}`, {
+      name: config.name,
+      url: proxy.url,
+      port: proxy.port,
+      target,
+    })
+    await new Promise<void>((resolve) => {
+      const stop = (signal: string) => {
+        logger.info('shutting down', {signal})
+        proxy.close().then(resolve, resolve)
+      }
+      process.once('SIGINT', () => stop('SIGINT'))
+      process.once('SIGTERM', () => stop('SIGTERM'))
+    })
+  }
+}

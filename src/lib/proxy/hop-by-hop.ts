@@ -1,0 +1,55 @@
+import type {IncomingHttpHeaders, OutgoingHttpHeaders} from 'node:http'
+
+/**
+ * Hop-by-hop fields (RFC 9110 §7.6.1): meaningful for one connection only, so a proxy must not
+ * forward them. `Proxy-Connection` is the non-standard alias old clients still send;
+ * `Proxy-Authorization` is addressed to this proxy, never to the target (RFC 9110 §11.7.2).
+ */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+])
+
+/** Names listed in `Connection` (RFC 9110 §7.6.1: "…and any field named in Connection"). */
+function connectionListed(value: string | string[] | undefined): Set<string> | undefined {
+  if (value === undefined) return undefined
+  const text = Array.isArray(value) ? value.join(',') : value
+  const names = new Set<string>()
+  for (const part of text.split(',')) {
+    const n = part.trim().toLowerCase()
+    if (n) names.add(n)
+  }
+  return names.size ? names : undefined
+}
+
+export function isHopByHop(name: string): boolean {
+  return HOP_BY_HOP.has(name.toLowerCase())
+}
+
+/**
+ * Copies end-to-end fields. `drop` names extra (lower-case) fields to leave out, e.g. `host`
+ * toward the target (undici sets it from the target origin) or `authorization` when the proxy
+ * supplies its own credential.
+ */
+export function endToEndHeaders(
+  headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>,
+  drop?: ReadonlySet<string>,
+): OutgoingHttpHeaders & Record<string, string | string[]> {
+  const listed = connectionListed(headers['connection'])
+  const out: Record<string, string | string[]> = {}
+  for (const name in headers) {
+    const value = headers[name]
+    if (value === undefined) continue
+    const lower = name.toLowerCase()
+    if (HOP_BY_HOP.has(lower) || listed?.has(lower) || drop?.has(lower)) continue
+    out[lower] = value
+  }
+  return out
+}

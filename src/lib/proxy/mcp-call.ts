@@ -1,0 +1,79 @@
+import type {Dispatcher} from 'undici'
+import {ToolgateError} from '../errors.ts'
+
+const MAX_ANSWER = 8 * 1024 * 1024
+
+/**
+ * Sends one JSON-RPC request to the target on behalf of an interceptor (e.g. authz asking
+ * `tools/list` for annotations) and returns the matching JSON-RPC response. Streamable HTTP
+ * servers may answer with JSON or with an SSE stream (MCP 2025-06-18 "Sending Messages to the
+ * Server"); both are handled. The answer is bounded so a misbehaving target cannot exhaust memory.
+ */
+export async function callJsonRpc(opts: {
+  dispatcher: Dispatcher
+  origin: string
+  path: string
+  headers: Record<string, string | string[]>
+  body: unknown
+  signal?: AbortSignal
+}): Promise<unknown> {
+  const payload = JSON.stringify(opts.body)
+  const res = await opts.dispatcher.request({
+    origin: opts.origin,
+    path: opts.path,
+    method: 'POST',
+    headers: {
+      ...opts.headers,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'content-length': String(Buffer.byteLength(payload)),
+    },
+    body: payload,
+    signal: opts.signal ?? AbortSignal.timeout(30_000),
+  })
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of res.body) {
+    size += (chunk as Buffer).length
+    if (size > MAX_ANSWER) {
+      res.body.destroy()
+      throw new ToolgateError('ERR_UPSTREAM', 'upstream answer too large')
+    }
+    chunks.push(chunk as Buffer)
+  }
+  const text = Buffer.concat(chunks).toString('utf8')
+  if (res.statusCode >= 400) throw new ToolgateError('ERR_UPSTREAM', `upstream answered HTTP ${res.statusCode}`)
+  const type = String(res.headers['content-type'] ?? '')
+  const wantedId = (opts.body as {id?: unknown})?.id
+  if (type.startsWith('text/event-stream')) {
+    for (const message of sseMessages(text)) {
+      const m = message as {id?: unknown; result?: unknown; error?: unknown}
+      if (m && m.id === wantedId && ('result' in m || 'error' in m)) return m
+    }
+    throw new ToolgateError('ERR_UPSTREAM', 'upstream event stream ended without a response')
+  }
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    throw new ToolgateError('ERR_UPSTREAM', 'upstream answer is not JSON', {cause: err})
+  }
+}
+
+/** JSON payloads of the `data:` lines of an SSE text (WHATWG HTML §9.2.6 event stream format). */
+export function sseMessages(text: string): unknown[] {
+  const out: unknown[] = []
+  for (const block of text.split(/\r?\n\r?\n/)) {
+    const data = block
+      .split(/\r?\n/)
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => l.slice(5).replace(/^ /, ''))
+      .join('\n')
+    if (!data) continue
+    try {
+      out.push(JSON.parse(data))
+    } catch {
+      // not JSON: not a JSON-RPC message, skip
+    }
+  }
+  return out
+}

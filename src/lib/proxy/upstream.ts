@@ -1,0 +1,68 @@
+import type {IncomingHttpHeaders} from 'node:http'
+import {Agent, type Dispatcher} from 'undici'
+import {ToolgateError} from '../errors.ts'
+
+export interface UpstreamTimeouts {
+  connectMs: number
+  /** Time to the response head. Generous: a JSON (non-SSE) tool result arrives only when the tool ends. */
+  headersMs: number
+  /** Idle time between body chunks; 0 = none, since SSE streams may idle for long. */
+  bodyMs: number
+}
+
+export const DEFAULT_TIMEOUTS: UpstreamTimeouts = {connectMs: 10_000, headersMs: 300_000, bodyMs: 0}
+
+export interface Upstream {
+  readonly target: URL
+  readonly dispatcher: Dispatcher
+  /** Maps the client's request target onto the target URI's path prefix. */
+  pathFor(requestUrl: string): string
+  close(): Promise<void>
+}
+
+/**
+ * The target connection pool: one keep-alive pool per origin (undici Agent → Pool), so the common
+ * case of many small JSON-RPC POSTs reuses sockets instead of paying a TCP handshake each time.
+ */
+export function createUpstream(target: URL, timeouts: UpstreamTimeouts = DEFAULT_TIMEOUTS): Upstream {
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') {
+    throw new ToolgateError('ERR_USAGE', `--target-uri: scheme must be http or https, got ${target.protocol}`)
+  }
+  const dispatcher = new Agent({
+    connect: {timeout: timeouts.connectMs},
+    headersTimeout: timeouts.headersMs,
+    bodyTimeout: timeouts.bodyMs,
+    keepAliveTimeout: 30_000,
+    connections: 128,
+    pipelining: 1,
+  })
+  const prefix = target.pathname.replace(/\/+$/, '')
+  return {
+    target,
+    dispatcher,
+    // Like a reverse proxy's single-host join: target `/base` + client `/mcp` → `/base/mcp`;
+    // with a bare origin as target, paths pass unchanged (contract §3).
+    pathFor(requestUrl) {
+      const url = requestUrl.startsWith('/') ? requestUrl : '/' + requestUrl
+      return prefix + url
+    },
+    async close() {
+      await dispatcher.close()
+    },
+  }
+}
+
+export function isConnectFailure(err: unknown): boolean {
+  const code = (err as {code?: string})?.code
+  return (
+    code === 'ECONNREFUSED' ||
+    code === 'ECONNRESET' ||
+    code === 'ENOTFOUND' ||
+    code === 'EHOSTUNREACH' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT' ||
+    code === 'UND_ERR_SOCKET'
+  )
+}
+
+/** Headers of an undici response head as node:http's `writeHead` takes them. */
+export type UpstreamHeaders = IncomingHttpHeaders
