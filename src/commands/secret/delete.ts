@@ -1,0 +1,23 @@
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand} from '../base-command.ts'
+import {ToolgateError} from '../../lib/errors.ts'
+import {openSecretStore} from '../../lib/secrets/index.ts'
+
+export default class SecretDelete extends BaseCommand {
+  static override description = 'Delete a secret; a name that is not stored is an error (exit 66).'
+  static override examples = ['<%= config.bin %> secret delete github-token']
+  static override args = {name: Args.string({description: 'Secret name.', required: true})}
+  static override flags = {
+    system: Flags.boolean({description: "Allow a name in toolgate's reserved namespace (__toolgate/…).", default: false}),
+  }
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(SecretDelete)
+    const store = await openSecretStore({logger: this.makeLogger(flags)})
+    const deleted = await store.delete(args.name, {system: flags.system})
+    if (!deleted) {
+      throw new ToolgateError('ERR_SECRET_NOT_FOUND', `secret "${args.name}" not found in the ${store.provider} secrets store`)
+    }
+    this.emit(flags.json, `Secret ${args.name} deleted`, {name: args.name, deleted: true})
+  }
+}

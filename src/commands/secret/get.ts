@@ -1,0 +1,19 @@
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand} from '../base-command.ts'
+import {openSecretStore} from '../../lib/secrets/index.ts'
+
+export default class SecretGet extends BaseCommand {
+  static override description = 'Print the value of a secret on stdout (with --json: {"name","value"}).'
+  static override examples = ['<%= config.bin %> secret get github-token', '<%= config.bin %> secret get github-token --json']
+  static override args = {name: Args.string({description: 'Secret name.', required: true})}
+  static override flags = {
+    system: Flags.boolean({description: "Allow a name in toolgate's reserved namespace (__toolgate/…).", default: false}),
+  }
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(SecretGet)
+    const store = await openSecretStore({logger: this.makeLogger(flags)})
+    const value = await store.require(args.name, {system: flags.system})
+    this.emit(flags.json, value, {name: args.name, value})
+  }
+}
