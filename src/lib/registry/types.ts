@@ -65,6 +65,17 @@ export interface SyncStats {
   added: number
   updated: number
   removed: number
+  /** Records refused by the store (invalid name/version, or a duplicate name+version in one source). */
+  skipped?: number
+}
+
+export interface ReplaceSourceOptions {
+  /**
+   * Keep the upstream `io.modelcontextprotocol.registry/official` block found in each record's
+   * `_meta` (status, publishedAt, updatedAt, isLatest). Set for api sources, whose upstream is a
+   * registry that owns that block; other sources' official blocks are stripped and ignored.
+   */
+  trustOfficialMeta?: boolean
 }
 
 export interface RegistryStore {
@@ -77,7 +88,14 @@ export interface RegistryStore {
   setRegistries(registries: RegistryDefinition[]): Promise<void>
   hasRegistry(name: string): boolean
   /** Replaces everything a source holds with `servers` (one transaction), keeping publishedAt of unchanged versions. */
-  replaceSource(source: string, servers: ServerJson[], now: Date): Promise<SyncStats>
+  replaceSource(
+    source: string,
+    servers: ServerJson[],
+    now: Date,
+    options?: ReplaceSourceOptions,
+  ): Promise<SyncStats>
+  /** Drops the data of every source not named (sources removed from the configuration). */
+  retainSources?(sources: string[]): Promise<void>
   /** Throws ERR_REGISTRY_NOT_FOUND for an unknown registry and ERR_BAD_PARAMETER for a bad cursor. */
   listServers(registry: string, query: ListQuery): Promise<ListResult>
   /** All versions of one server, or undefined when the registry has no server of that name. */

@@ -1,0 +1,67 @@
+/**
+ * Versioned schema of the embedded store. Each migration runs once, in order, inside a transaction
+ * that also records it in `schema_migrations`; applied migrations are never edited, new ones are
+ * appended. The SQL stays in the common subset (plain tables, b-tree indexes, window functions) so a
+ * PostgreSQL backend can mirror it.
+ *
+ * Layout:
+ * - `source_versions`: what each source holds, one row per (source, name, version), with the
+ *   server.json text (official `_meta` stripped) and the official metadata as columns.
+ * - `registry_sources`: each registry's ordered source list (position 0 wins, contract §1).
+ * - `registry_entries`: the effective rows of each registry, materialised at sync time, keyed
+ *   (registry, name, version) so that list pages are index range scans (keyset pagination).
+ */
+export interface Migration {
+  version: number
+  description: string
+  sql: string
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'source data, registry definitions, materialised registry entries',
+    sql: `
+      CREATE TABLE source_versions (
+        id INTEGER PRIMARY KEY,
+        source TEXT NOT NULL,
+        name TEXT NOT NULL,
+        version TEXT NOT NULL,
+        server_json TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        status TEXT NOT NULL,
+        published_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        is_latest INTEGER NOT NULL,
+        search_text TEXT NOT NULL,
+        UNIQUE (source, name, version)
+      );
+      CREATE INDEX source_versions_name ON source_versions (name, source);
+
+      CREATE TABLE registries (
+        name TEXT PRIMARY KEY
+      );
+      CREATE TABLE registry_sources (
+        registry TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        source TEXT NOT NULL,
+        PRIMARY KEY (registry, position)
+      );
+      CREATE INDEX registry_sources_source ON registry_sources (source);
+
+      CREATE TABLE registry_entries (
+        registry TEXT NOT NULL,
+        name TEXT NOT NULL,
+        version TEXT NOT NULL,
+        entry_id INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        is_latest INTEGER NOT NULL,
+        search_text TEXT NOT NULL,
+        PRIMARY KEY (registry, name, version)
+      ) WITHOUT ROWID;
+      CREATE INDEX registry_entries_version ON registry_entries (registry, version, name);
+      CREATE INDEX registry_entries_latest ON registry_entries (registry, name) WHERE is_latest = 1;
+    `,
+  },
+]
