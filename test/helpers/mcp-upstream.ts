@@ -1,4 +1,5 @@
 import {spawn, type ChildProcess} from 'node:child_process'
+import {createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
 import {createServer} from 'node:net'
 import {createRequire} from 'node:module'
 
@@ -116,4 +117,90 @@ export async function startMcpUpstream(
     }
   }
   throw lastErr
+}
+
+/** One request as the recording upstream saw it. */
+export interface RecordedRequest {
+  method: string
+  url: string
+  headers: IncomingMessage['headers']
+  rawHeaders: string[]
+  body: Buffer
+  /** Set when the request's connection closed before the response finished (an abort). */
+  aborted: boolean
+}
+
+export interface RecordingUpstream {
+  url: string
+  server: Server
+  requests: RecordedRequest[]
+  /** Replace the responder; default answers 200 JSON `{"ok":true}`. */
+  respond: (handler: (req: IncomingMessage, res: ServerResponse, rec: RecordedRequest) => void) => void
+  /** Resolves when the nth request (1-based) has arrived. */
+  waitForRequest(n?: number, timeoutMs?: number): Promise<RecordedRequest>
+  close(): Promise<void>
+}
+
+/**
+ * A real HTTP server on 127.0.0.1 that records what reaches it (headers exactly as received), for
+ * assertions about what the proxy forwards. Not a fake MCP server: tests that need MCP semantics use
+ * server-everything above.
+ */
+export async function startRecordingUpstream(): Promise<RecordingUpstream> {
+  const requests: RecordedRequest[] = []
+  const waiters: Array<() => void> = []
+  let handler = (_req: IncomingMessage, res: ServerResponse, _rec: RecordedRequest) => {
+    res.writeHead(200, {'content-type': 'application/json'})
+    res.end('{"ok":true}')
+  }
+  const server = createHttpServer((req, res) => {
+    const rec: RecordedRequest = {
+      method: req.method ?? '',
+      url: req.url ?? '',
+      headers: req.headers,
+      rawHeaders: req.rawHeaders,
+      body: Buffer.alloc(0),
+      aborted: false,
+    }
+    res.once('close', () => {
+      if (!res.writableFinished) rec.aborted = true
+    })
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('error', () => undefined)
+    req.on('end', () => {
+      rec.body = Buffer.concat(chunks)
+    })
+    requests.push(rec)
+    for (const w of waiters.splice(0)) w()
+    handler(req, res, rec)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
+  const port = (server.address() as {port: number}).port
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    requests,
+    respond(h) {
+      handler = h
+    },
+    async waitForRequest(n = 1, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs
+      while (requests.length < n) {
+        if (Date.now() > deadline) throw new Error(`upstream saw ${requests.length} requests, wanted ${n}`)
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, 200)
+          waiters.push(() => {
+            clearTimeout(t)
+            resolve()
+          })
+        })
+      }
+      return requests[n - 1] as RecordedRequest
+    },
+    async close() {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
 }
