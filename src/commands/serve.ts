@@ -1,13 +1,88 @@
 import {Flags} from '@oclif/core'
+import {existsSync} from 'node:fs'
+import {join} from 'node:path'
+import {loadServeConfig, validateServeConfig, type AuthMode} from '../lib/config/serve-config.ts'
+import {isToolgateError, ToolgateError} from '../lib/errors.ts'
+import {xdgDirs} from '../lib/config/xdg.ts'
+import {parseListenAddress} from '../lib/http/listen.ts'
+import {startServe} from '../lib/server/serve.ts'
 import {BaseCommand} from './base-command.ts'
 
 export default class Serve extends BaseCommand {
-  static override description = 'Serve an MCP registry over HTTP, protected by OAuth bearer tokens.'
+  static override description =
+    'Serve MCP registries (MCP registry API v0.1) over HTTP, protected by OAuth bearer tokens by default.'
+
+  static override examples = [
+    '<%= config.bin %> serve --config serve.yaml',
+    '<%= config.bin %> serve --config examples/anonymous.yaml --address 127.0.0.1:8080',
+    '<%= config.bin %> serve --auth-mode anonymous --address :0 --internal-address :0 --json',
+  ]
+
   static override flags = {
-    config: Flags.string({description: 'Path to the configuration file (YAML or JSON).'}),
+    config: Flags.string({
+      description:
+        'Configuration file (YAML or JSON). Default: $XDG_CONFIG_HOME/toolgate/serve.yaml when it exists.',
+    }),
+    address: Flags.string({
+      description: 'Main API listen address (host:port, :port, [ipv6]:port).',
+      default: ':8080',
+    }),
+    'internal-address': Flags.string({
+      description: 'Listen address of /health, /readiness, /version and /metrics.',
+      default: ':8081',
+    }),
+    'auth-mode': Flags.string({
+      description: 'Overrides auth.mode of the configuration file.',
+      options: ['oauth', 'anonymous'],
+    }),
   }
+
   async run(): Promise<void> {
     const {flags} = await this.parse(Serve)
-    this.log(`placeholder ${flags.config ?? ''}`)
+    const logger = this.makeLogger(flags)
+    const address = parseListenAddress(flags.address, '--address')
+    const internalAddress = parseListenAddress(flags['internal-address'], '--internal-address')
+    const dirs = xdgDirs()
+    const options = {
+      authMode: flags['auth-mode'] as AuthMode | undefined,
+      defaultDbPath: join(dirs.data, 'registry.db'),
+    }
+    const implicit = join(dirs.config, 'serve.yaml')
+    const file = flags.config ?? (existsSync(implicit) ? implicit : undefined)
+    // No file at all behaves as an empty config: oauth mode without providers, which refuses to start.
+    let config
+    try {
+      config = file ? loadServeConfig(file, options) : validateServeConfig({}, options)
+    } catch (err) {
+      if (file || !isToolgateError(err, 'ERR_CONFIG_INVALID')) throw err
+      throw new ToolgateError(
+        'ERR_CONFIG_INVALID',
+        `no configuration file (looked for ${implicit}); ${err.message}\n` +
+          'Pass --config <file> with auth.oauth.resourceUrl and providers, or use --auth-mode anonymous for development.',
+        {details: err.details},
+      )
+    }
+
+    const handle = await startServe(config, {address, internalAddress, logger})
+    this.emit(
+      flags.json,
+      `toolgate serve listening on ${handle.url} (internal ${handle.internalUrl})`,
+      {
+        event: 'listening',
+        url: handle.url,
+        internalUrl: handle.internalUrl,
+        authMode: handle.authMode,
+      },
+    )
+
+    const signal = await new Promise<NodeJS.Signals>((resolve) => {
+      process.once('SIGTERM', () => resolve('SIGTERM'))
+      process.once('SIGINT', () => resolve('SIGINT'))
+    })
+    logger.info('shutting down', {signal})
+    await handle.close()
+    logger.info('stopped')
+    // Anything still holding the event loop (a stuck keep-alive socket) must not keep us alive.
+    setTimeout(() => process.exit(0), 2000).unref()
   }
 }

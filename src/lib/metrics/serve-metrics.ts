@@ -1,0 +1,132 @@
+import {Counter, Gauge, Histogram, MetricsRegistry} from './prometheus.ts'
+
+/**
+ * The metrics `toolgate serve` exposes on the internal server's `/metrics` (contract §1):
+ * requests and latency by route and status, source sync outcomes, stored versions, process memory.
+ * Route labels are route templates (never raw paths) so the label set stays bounded.
+ */
+export interface SourceSample {
+  source: string
+  syncs: number
+  errors: number
+  /** Unix ms of the last successful sync, when there was one. */
+  lastSuccessMs?: number
+  /** Versions the source held after its last successful sync. */
+  versions?: number
+}
+
+export interface ServeMetrics {
+  registry: MetricsRegistry
+  observeRequest(route: string, status: number, seconds: number): void
+  /** Where the per-source totals come from (read at scrape time). */
+  setSourceSamples(fn: () => SourceSample[]): void
+  /** Where the number of stored versions comes from (read at scrape time). */
+  setVersionCounter(count: () => Promise<number>): void
+}
+
+const STATUS_LABELS = new Map<number, string>()
+function statusLabel(status: number): string {
+  let s = STATUS_LABELS.get(status)
+  if (s === undefined) {
+    s = String(status)
+    STATUS_LABELS.set(status, s)
+  }
+  return s
+}
+
+export function createServeMetrics(): ServeMetrics {
+  const registry = new MetricsRegistry()
+  let samples: () => SourceSample[] = () => []
+  let countVersions: (() => Promise<number>) | undefined
+
+  const requests = registry.register(
+    new Counter('toolgate_http_requests_total', 'HTTP requests answered on the main port.', [
+      'route',
+      'status',
+    ]),
+  )
+  const latency = registry.register(
+    new Histogram(
+      'toolgate_http_request_duration_seconds',
+      'Time to answer a request on the main port.',
+      ['route', 'status'],
+    ),
+  )
+  const each = (g: Gauge, pick: (s: SourceSample) => number | undefined) => {
+    for (const s of samples()) {
+      const v = pick(s)
+      if (v !== undefined) g.set([s.source], v)
+    }
+  }
+  registry.register(
+    new Gauge(
+      'toolgate_source_syncs_total',
+      'Source synchronisations attempted.',
+      ['source'],
+      (g) => each(g, (s) => s.syncs),
+      'counter',
+    ),
+  )
+  registry.register(
+    new Gauge(
+      'toolgate_source_sync_errors_total',
+      'Failed source synchronisations.',
+      ['source'],
+      (g) => each(g, (s) => s.errors),
+      'counter',
+    ),
+  )
+  registry.register(
+    new Gauge(
+      'toolgate_source_last_success_timestamp_seconds',
+      'Unix time of the last successful sync.',
+      ['source'],
+      (g) => each(g, (s) => (s.lastSuccessMs === undefined ? undefined : s.lastSuccessMs / 1000)),
+    ),
+  )
+  registry.register(
+    new Gauge(
+      'toolgate_source_versions',
+      'Server versions a source held after its last successful sync.',
+      ['source'],
+      (g) => each(g, (s) => s.versions),
+    ),
+  )
+  const versions = registry.register(
+    new Gauge('toolgate_registry_stored_versions', 'Server versions held by the store.'),
+  )
+  registry.onScrape(async () => {
+    if (countVersions) versions.set([], await countVersions())
+  })
+  registry.register(
+    new Gauge('process_resident_memory_bytes', 'Resident memory size in bytes.', [], (g) =>
+      g.set([], process.memoryUsage.rss()),
+    ),
+  )
+  registry.register(
+    new Gauge('nodejs_heap_used_bytes', 'V8 heap in use, in bytes.', [], (g) =>
+      g.set([], process.memoryUsage().heapUsed),
+    ),
+  )
+  const startedAt = Date.now() / 1000
+  registry.register(
+    new Gauge('process_start_time_seconds', 'Unix time the process started.', [], (g) =>
+      g.set([], startedAt),
+    ),
+  )
+
+  return {
+    registry,
+    observeRequest(route, status, seconds) {
+      const labels = [route, statusLabel(status)]
+      requests.inc(labels)
+      latency.observe(labels, seconds)
+    },
+    setSourceSamples(fn) {
+      samples = fn
+    },
+    setVersionCounter(count) {
+      countVersions = count
+    },
+  }
+}

@@ -1,0 +1,56 @@
+import type {IncomingMessage, ServerResponse} from 'node:http'
+import {registryChallenge} from '../auth/challenge.ts'
+import {isPublicPath} from '../auth/public-paths.ts'
+import type {BearerAuthenticator, OAuthConfig} from '../auth/types.ts'
+import type {Logger} from '../log/logger.ts'
+import {sendErrorBody} from './respond.ts'
+
+/**
+ * The oauth-mode gate in front of every non-public path (contract §1 "Authentication"). A failed
+ * authentication answers 401 `{"error":"<description>"}` with the RFC 6750 §3 challenge that links
+ * the RFC 9728 metadata; an authenticator that throws is a failure too (deny when unsure).
+ * Returns true when the request may continue.
+ */
+export interface AuthGate {
+  check(req: IncomingMessage, res: ServerResponse, rawPath: string): Promise<boolean>
+}
+
+export function createAuthGate(
+  oauth: OAuthConfig,
+  authenticator: BearerAuthenticator,
+  logger: Logger,
+): AuthGate {
+  const publicPaths = oauth.publicPaths
+  return {
+    async check(req, res, rawPath) {
+      if (isPublicPath(rawPath, publicPaths)) return true
+      let outcome
+      try {
+        outcome = await authenticator.authenticate(req.headers.authorization)
+      } catch (err) {
+        logger.error('authenticator failed', {err: err as Error})
+        outcome = {
+          ok: false as const,
+          error: 'invalid_token' as const,
+          description: 'token could not be validated',
+        }
+      }
+      if (outcome.ok) {
+        logger.debug('authenticated', {
+          provider: outcome.principal.provider,
+          sub: outcome.principal.subject,
+        })
+        return true
+      }
+      sendErrorBody(res, 401, outcome.description, {
+        'www-authenticate': registryChallenge({
+          realm: oauth.realm,
+          error: outcome.error,
+          description: outcome.description,
+          resourceUrl: oauth.resourceUrl,
+        }),
+      })
+      return false
+    },
+  }
+}

@@ -1,0 +1,109 @@
+import type {IncomingMessage, ServerResponse} from 'node:http'
+import {performance} from 'node:perf_hooks'
+import {isToolgateError} from '../errors.ts'
+import type {Logger} from '../log/logger.ts'
+import type {ServeMetrics} from '../metrics/serve-metrics.ts'
+import {answerRegistryRoute} from '../registry-api/handler.ts'
+import {matchRegistryPath, type RegistryRoute} from '../registry-api/paths.ts'
+import type {RegistryStore} from '../registry/types.ts'
+import type {AuthGate} from './auth-gate.ts'
+import {isReadMethod, sendErrorBody, sendMethodNotAllowed, sendText} from './respond.ts'
+
+/**
+ * The main port's request handler (contract §1): `/openapi.json` and `/.well-known/*` are public,
+ * everything else passes the auth gate (oauth mode) before routing, so an unauthenticated client
+ * learns nothing about which paths exist. Errors become `{"error": …}`; anything unexpected is a
+ * 500 `internal server error` with the detail only in the log.
+ */
+export interface MainHandlerOptions {
+  store: RegistryStore
+  logger: Logger
+  metrics: ServeMetrics
+  openApiJson: string
+  /** Metadata JSON in oauth mode; undefined in anonymous mode (→ 404). */
+  protectedResourceJson: string | undefined
+  /** Undefined in anonymous mode. */
+  gate: AuthGate | undefined
+}
+
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
+
+const WELL_KNOWN_PRM = '/.well-known/oauth-protected-resource'
+
+export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
+  const {store, logger, metrics, openApiJson, protectedResourceJson, gate} = opts
+
+  const finish = (route: string, res: ServerResponse, start: number) => {
+    metrics.observeRequest(route, res.statusCode, (performance.now() - start) / 1000)
+  }
+
+  const fail = (res: ServerResponse, err: unknown, req: IncomingMessage) => {
+    if (isToolgateError(err) && err.status < 500) {
+      sendErrorBody(res, err.status, err.message)
+      return
+    }
+    logger.error('request failed', {
+      method: req.method,
+      path: (req.url ?? '').split('?', 1)[0],
+      err: err as Error,
+    })
+    if (!res.headersSent) sendErrorBody(res, 500, 'internal server error')
+    else res.destroy()
+  }
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<string> => {
+    const url = req.url ?? '/'
+    const q = url.indexOf('?')
+    const path = q === -1 ? url : url.slice(0, q)
+    const query = q === -1 ? '' : url.slice(q + 1)
+
+    if (path === '/openapi.json') {
+      if (!isReadMethod(req.method)) sendMethodNotAllowed(res)
+      else sendText(res, 200, openApiJson)
+      return 'openapi'
+    }
+    if (path.startsWith('/.well-known/')) {
+      // RFC 9728 §3.1: metadata for a resource with a path lives under the suffixed well-known URL.
+      const isPrm = path === WELL_KNOWN_PRM || path.startsWith(WELL_KNOWN_PRM + '/')
+      if (!isPrm || protectedResourceJson === undefined) sendErrorBody(res, 404, 'not found')
+      else if (!isReadMethod(req.method)) sendMethodNotAllowed(res)
+      else sendText(res, 200, protectedResourceJson)
+      return isPrm ? 'protected_resource_metadata' : 'well_known'
+    }
+    if (gate && !(await gate.check(req, res, url))) return 'unauthorized'
+
+    let route: RegistryRoute | undefined
+    try {
+      route = matchRegistryPath(path)
+    } catch (err) {
+      // A path of the right shape with a bad serverName/version: 400 naming the parameter.
+      if (!isReadMethod(req.method)) sendMethodNotAllowed(res)
+      else fail(res, err, req)
+      return 'registry_bad_path'
+    }
+    if (!route) {
+      sendErrorBody(res, 404, 'not found')
+      return 'not_found'
+    }
+    if (!isReadMethod(req.method)) sendMethodNotAllowed(res)
+    else {
+      try {
+        sendText(res, 200, await answerRegistryRoute(store, route, query))
+      } catch (err) {
+        fail(res, err, req)
+      }
+    }
+    return route.kind
+  }
+
+  return (req, res) => {
+    const start = performance.now()
+    handle(req, res).then(
+      (route) => finish(route, res, start),
+      (err: unknown) => {
+        fail(res, err, req)
+        finish('error', res, start)
+      },
+    )
+  }
+}

@@ -1,0 +1,140 @@
+import {createServer, type Server} from 'node:http'
+import {createAuthenticator} from '../auth/index.ts'
+import type {BearerAuthenticator} from '../auth/types.ts'
+import type {ServeConfig} from '../config/serve-config.ts'
+import {ToolgateError} from '../errors.ts'
+import {listen, urlOf, type HostPort} from '../http/listen.ts'
+import type {Logger} from '../log/logger.ts'
+import {createServeMetrics} from '../metrics/serve-metrics.ts'
+import {buildOpenApi} from '../registry-api/openapi.ts'
+import {SqliteRegistryStore} from '../registry/sqlite-store.ts'
+import type {RegistryStore} from '../registry/types.ts'
+import {versionInfo} from '../version.ts'
+import {createAuthGate} from './auth-gate.ts'
+import {createInternalHandler} from './internal-handler.ts'
+import {createMainHandler} from './main-handler.ts'
+import {protectedResourceMetadata} from './protected-resource.ts'
+import {shutdownServer} from './shutdown.ts'
+import {createSourceRuntime, type SourceRuntime} from './sources.ts'
+
+/**
+ * Starts `toolgate serve` (contract §1): store, initial load of every source, the main server and
+ * the internal server. Resolves once both listen; `close()` shuts down gracefully (stop accepting,
+ * finish in-flight requests within `graceMs`, stop syncers, close the store).
+ */
+export interface ServeOptions {
+  address: HostPort
+  internalAddress: HostPort
+  logger: Logger
+  /** Bound on finishing in-flight requests at shutdown. */
+  graceMs?: number
+  /** Injected for tests; defaults to the library's validator. */
+  authenticatorFactory?: (
+    config: Extract<ServeConfig['auth'], {mode: 'oauth'}>['oauth'],
+    logger: Logger,
+  ) => BearerAuthenticator
+}
+
+export interface ServeHandle {
+  url: string
+  internalUrl: string
+  authMode: ServeConfig['auth']['mode']
+  close(): Promise<void>
+}
+
+export async function startServe(config: ServeConfig, opts: ServeOptions): Promise<ServeHandle> {
+  const {logger} = opts
+  if (config.storage.kind === 'postgres') {
+    throw new ToolgateError(
+      'ERR_CONFIG_INVALID',
+      'storage.postgres: PostgreSQL storage is not supported yet; use storage.sqlite (the default)',
+    )
+  }
+  const cleanups: (() => Promise<void>)[] = []
+  const cleanup = async () => {
+    for (const fn of cleanups.reverse())
+      await fn().catch((err: unknown) => logger.warn('shutdown step failed', {err: err as Error}))
+  }
+  try {
+    const store: RegistryStore = new SqliteRegistryStore({path: config.storage.path})
+    await store.init()
+    cleanups.push(() => store.close())
+    await store.setRegistries(config.registries)
+    await store.retainSources?.(config.sources.map((s) => s.name))
+    logger.info('storage ready', {storage: 'sqlite', path: config.storage.path})
+
+    const metrics = createServeMetrics()
+    metrics.setVersionCounter(() => store.countVersions())
+
+    const sources: SourceRuntime = createSourceRuntime(config.sources, store, logger)
+    cleanups.push(() => sources.stop())
+    await sources.start()
+    metrics.setSourceSamples(() => sources.samples())
+
+    let authenticator: BearerAuthenticator | undefined
+    if (config.auth.mode === 'oauth') {
+      const factory = opts.authenticatorFactory ?? ((c, l) => createAuthenticator(c, {logger: l}))
+      authenticator = factory(config.auth.oauth, logger.child({component: 'auth'}))
+      cleanups.push(() => authenticator!.close())
+    } else {
+      logger.warn(
+        '!!! ANONYMOUS MODE: authentication is OFF; every registry route is open to anyone who can reach this port. ' +
+          'Use only for development or behind another authenticating layer. !!!',
+      )
+    }
+
+    const oauth = config.auth.mode === 'oauth' ? config.auth.oauth : undefined
+    const mainHandler = createMainHandler({
+      store,
+      logger: logger.child({component: 'http'}),
+      metrics,
+      openApiJson: JSON.stringify(
+        buildOpenApi({
+          version: versionInfo().version,
+          oauth: oauth !== undefined,
+          registries: config.registries.map((r) => r.name),
+        }),
+      ),
+      protectedResourceJson: oauth ? protectedResourceMetadata(oauth) : undefined,
+      gate:
+        oauth && authenticator
+          ? createAuthGate(oauth, authenticator, logger.child({component: 'auth'}))
+          : undefined,
+    })
+    const main = hardened(createServer(mainHandler))
+    const internal = hardened(
+      createServer(
+        createInternalHandler({
+          store,
+          sourcesLoaded: () => sources.isReady(),
+          metrics: metrics.registry,
+          logger,
+        }),
+      ),
+    )
+    const graceMs = opts.graceMs ?? 10_000
+    const mainInfo = await listen(main, opts.address, '--address')
+    cleanups.push(() => shutdownServer(main, graceMs))
+    const internalInfo = await listen(internal, opts.internalAddress, '--internal-address')
+    cleanups.push(() => shutdownServer(internal, graceMs))
+
+    let closing: Promise<void> | undefined
+    return {
+      url: urlOf(mainInfo),
+      internalUrl: urlOf(internalInfo),
+      authMode: config.auth.mode,
+      close: () => (closing ??= cleanup()),
+    }
+  } catch (err) {
+    await cleanup()
+    throw err
+  }
+}
+
+// Bounds on slow clients (slowloris): headers within 10 s, a whole request within 30 s.
+function hardened(server: Server): Server {
+  server.headersTimeout = 10_000
+  server.requestTimeout = 30_000
+  server.keepAliveTimeout = 5_000
+  return server
+}
