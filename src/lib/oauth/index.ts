@@ -1,0 +1,63 @@
+import open from 'open'
+import type {Logger} from '../log/logger.ts'
+import {createOAuthHttp, type OAuthHttp} from './oauth-http.ts'
+import {isPrivateDestination} from './private-address.ts'
+import type {ProgressSink} from './progress.ts'
+import type {RemoteAuthOptions} from './remote-auth-options.ts'
+import {RemoteOAuthTokenSource} from './token-source.ts'
+import type {TokenStore} from './token-store.ts'
+
+export {remoteAuthOptionsFromFlags, type RemoteAuthFlags, type RemoteAuthOptions} from './remote-auth-options.ts'
+export {createProgressRenderer, type ProgressSink, type RemoteAuthEvent} from './progress.ts'
+export {MemoryTokenStore, STORE_PREFIX, type TokenStore} from './token-store.ts'
+export {RemoteOAuthTokenSource} from './token-source.ts'
+
+/** Opens the system browser; a failure to start one rejects so the URL gets printed instead. */
+export async function openSystemBrowser(url: string): Promise<void> {
+  const child = await open(url, {wait: false})
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', reject)
+    // xdg-open and friends exit non-zero at once when there is no browser to start.
+    child.once('exit', (code) => (code ? reject(new Error(`browser opener exited with ${code}`)) : resolve()))
+    setTimeout(resolve, 1500).unref()
+  })
+  child.unref()
+}
+
+export interface RemoteAuthDeps {
+  store: TokenStore
+  progress: ProgressSink
+  logger?: Logger
+  openBrowser?: (url: string) => Promise<void>
+  http?: OAuthHttp
+  now?: () => number
+  reloginIntervalMs?: number
+}
+
+/**
+ * Builds and starts the remote OAuth token source for `proxy --remote-auth`: resolves the
+ * authorization server, restores a saved login or runs the browser login. Rejects (and releases
+ * everything) when no first token can be had, so the command exits non-zero.
+ */
+export async function startRemoteAuth(options: RemoteAuthOptions, deps: RemoteAuthDeps): Promise<RemoteOAuthTokenSource> {
+  // Contract §2: what remote documents teach may lead to private addresses only when the
+  // operator's own starting URL (issuer, else target) is on one.
+  const root = options.issuer ?? options.targetUri
+  const http = deps.http ?? createOAuthHttp({allowPrivateLearned: await isPrivateDestination(root)})
+  const source = new RemoteOAuthTokenSource(options, {
+    http,
+    store: deps.store,
+    progress: deps.progress,
+    openBrowser: deps.openBrowser ?? openSystemBrowser,
+    ...(deps.logger ? {logger: deps.logger} : {}),
+    ...(deps.now ? {now: deps.now} : {}),
+    ...(deps.reloginIntervalMs !== undefined ? {reloginIntervalMs: deps.reloginIntervalMs} : {}),
+  })
+  try {
+    await source.start()
+  } catch (err) {
+    await source.close()
+    throw err
+  }
+  return source
+}
