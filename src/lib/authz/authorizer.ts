@@ -1,0 +1,100 @@
+/**
+ * Cedar decisions for MCP requests: the policy set is parsed once at construction, each decision
+ * is cached by its full Cedar request, and every evaluation problem denies (spec: default deny,
+ * forbid beats permit, an evaluation error denies — Cedar skips an erroring policy, so an erroring
+ * permit cannot allow and an erroring forbid is reported in the log).
+ */
+import type {Logger} from '../log/logger.ts'
+import {ToolgateError} from '../errors.ts'
+import {authorize, policyToJson, preparsePolicySet, type CedarPolicyJson} from './cedar-engine.ts'
+import {LruCache} from './decision-cache.ts'
+import {EntityModel, type PrincipalPart, type ResourceSpec} from './entity-model.ts'
+import type {AuthzConfig} from './policy-file.ts'
+import {PermitIndex, referencedAttributes} from './policy-analysis.ts'
+
+export interface Decision {
+  allowed: boolean
+  /** Policies that determined the decision (empty: default deny). */
+  policies: string[]
+  /** Policies whose evaluation failed. */
+  errored: string[]
+  cached: boolean
+}
+
+export interface AuthorizerOptions {
+  logger?: Logger | undefined
+  /** Decision cache entries; 0 disables the cache. */
+  cacheSize?: number
+  /** Skip the static "no permit can apply" shortcut (benchmarks measure the engine with it off). */
+  prefilter?: boolean
+}
+
+let setCounter = 0
+
+export class Authorizer {
+  readonly model: EntityModel
+  readonly #setId: string
+  readonly #cache: LruCache<Decision>
+  readonly #permits: PermitIndex | undefined
+  readonly #logger: Logger | undefined
+
+  constructor(config: AuthzConfig, options: AuthorizerOptions = {}) {
+    this.#setId = `toolgate-authz-${++setCounter}`
+    const problem = preparsePolicySet(this.#setId, config.policies)
+    if (problem !== undefined) throw new ToolgateError('ERR_POLICY_INVALID', `cedar.policies: ${problem}`)
+    const asts: CedarPolicyJson[] = Object.values(config.policies).map((text) => policyToJson(text))
+    this.model = new EntityModel({
+      groupClaimName: config.groupClaimName,
+      roleClaimName: config.roleClaimName,
+      entities: config.entities,
+      referenced: referencedAttributes(asts),
+    })
+    const actionHierarchy = config.entities.some((e) => (e.uid as {type?: string}).type === 'Action')
+    this.#permits = options.prefilter === false ? undefined : new PermitIndex(asts, actionHierarchy)
+    this.#cache = new LruCache(options.cacheSize ?? 10_000)
+    this.#logger = options.logger
+  }
+
+  principal(subject: string, claims: Record<string, unknown>): PrincipalPart {
+    return this.model.principal(subject, claims)
+  }
+
+  /** Decides one request. `log: false` is for list filtering, which logs one summary line instead. */
+  decide(principal: PrincipalPart, spec: ResourceSpec, log = true): Decision {
+    const decision = this.#decide(principal, spec)
+    if (log && this.#logger) {
+      const fields = {
+        principal: `Client::${JSON.stringify(principal.uid.id)}`,
+        action: `Action::${JSON.stringify(spec.action)}`,
+        resource: `${this.model.resourceUid(spec).type}::${JSON.stringify(spec.id)}`,
+        decision: decision.allowed ? 'allow' : 'deny',
+        policies: decision.policies.join(',') || undefined,
+        errored: decision.errored.join(',') || undefined,
+        cached: decision.cached || undefined,
+      }
+      if (decision.allowed) this.#logger.debug('authz decision', fields)
+      else this.#logger.info('authz decision', fields)
+    }
+    return decision
+  }
+
+  #decide(principal: PrincipalPart, spec: ResourceSpec): Decision {
+    const {request, key} = this.model.build(principal, spec)
+    const hit = this.#cache.get(key)
+    if (hit) return {...hit, cached: true}
+    let decision: Decision
+    if (this.#permits && !this.#permits.mayPermit(request.principal, request.action, request.resource)) {
+      decision = {allowed: false, policies: [], errored: [], cached: false}
+    } else {
+      const answer = authorize(this.#setId, request)
+      decision = {
+        allowed: answer.decision === 'allow',
+        policies: answer.reasons,
+        errored: answer.errors.map((e) => e.policyId || '(request)'),
+        cached: false,
+      }
+    }
+    this.#cache.set(key, decision)
+    return decision
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * The MCP-aware authorization step of the proxy pipeline (contract §3 order: after incoming auth,
+ * before token exchange and forwarding). It reads the buffered JSON-RPC body, applies the method
+ * table of contract §6, decides mapped methods with Cedar, filters list results, and answers
+ * denials itself with the exact JSON-RPC 403 body.
+ */
+import type {Logger} from '../log/logger.ts'
+import {INVALID_REQUEST, PARSE_ERROR, isRecord, jsonRpcError, parseJsonRpcBody, type JsonRpcId} from '../mcp/json-rpc.ts'
+import {createSseTransform} from '../mcp/sse.ts'
+import type {InterceptDecision, InterceptedRequest, LocalAnswer, RequestInterceptor} from '../proxy/types.ts'
+import {AnnotationCache} from './annotation-cache.ts'
+import {Authorizer, type AuthorizerOptions} from './authorizer.ts'
+import type {PrincipalPart, ToolAnnotations} from './entity-model.ts'
+import {filterListResult} from './list-filter.ts'
+import {listResponseTransform, streamSseMapper, type ResultFilter} from './list-response.ts'
+import {methodRule, type ListKind} from './method-table.ts'
+import type {AuthzConfig} from './policy-file.ts'
+
+const JSON_HEADERS = {'content-type': 'application/json', 'x-content-type-options': 'nosniff'}
+
+/** Contract §6: `{"jsonrpc":"2.0","id":<id>,"error":{"code":403,"message":"Unauthorized"}}`. */
+export function forbiddenAnswer(id: JsonRpcId | undefined): LocalAnswer {
+  return {status: 403, headers: {...JSON_HEADERS}, body: jsonRpcError(id, 403, 'Unauthorized')}
+}
+
+function badRequest(code: number, message: string): LocalAnswer {
+  return {status: 400, headers: {...JSON_HEADERS}, body: jsonRpcError(undefined, code, message)}
+}
+
+// Methods that carry no JSON-RPC message: opening the standalone SSE stream (GET), ending a
+// session (DELETE), CORS preflight. They name no tool, prompt or resource.
+const BODYLESS_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS'])
+
+export interface AuthzInterceptorOptions extends AuthorizerOptions {
+  annotations?: AnnotationCache
+}
+
+let internalIds = 0
+
+export class AuthzInterceptor implements RequestInterceptor {
+  readonly authorizer: Authorizer
+  readonly annotations: AnnotationCache
+  readonly #logger: Logger | undefined
+
+  constructor(config: AuthzConfig, options: AuthzInterceptorOptions = {}) {
+    this.authorizer = new Authorizer(config, options)
+    this.annotations = options.annotations ?? new AnnotationCache()
+    this.#logger = options.logger
+  }
+
+  async intercept(
+    request: InterceptedRequest,
+    callUpstream: (jsonRpcBody: unknown) => Promise<unknown>,
+  ): Promise<InterceptDecision> {
+    const method = request.method.toUpperCase()
+    if (BODYLESS_METHODS.has(method)) {
+      if (method !== 'GET' || !request.principal) return request.principal ? {action: 'forward'} : {action: 'answer', answer: forbiddenAnswer(undefined)}
+      const principal = this.#principal(request)
+      return {action: 'forward', rewriteResponse: (type) => this.#streamRewriter(type, principal)}
+    }
+    if (method !== 'POST') return {action: 'answer', answer: forbiddenAnswer(undefined)}
+
+    const parsed = parseJsonRpcBody(request.body)
+    if (!parsed.ok) {
+      // Contract §6: non-JSON POST → 400; batches are refused too (one message, one decision).
+      const code = parsed.reason === 'not_json' ? PARSE_ERROR : INVALID_REQUEST
+      return {action: 'answer', answer: badRequest(code, parsed.detail)}
+    }
+    const message = parsed.message
+    // A client's answer to a server-initiated request (sampling, elicitation, roots) names no method.
+    if (message.kind === 'response') return {action: 'forward'}
+    const id = message.kind === 'request' ? message.id : undefined
+    if (!request.principal) {
+      this.#logger?.info('authz decision', {decision: 'deny', reason: 'no authenticated principal', method: message.method})
+      return {action: 'answer', answer: forbiddenAnswer(id)}
+    }
+    const rule = methodRule(message.method)
+    if (rule.rule === 'allow') return {action: 'forward'}
+    const principal = this.#principal(request)
+    if (rule.rule === 'deny') {
+      this.#logger?.info('authz decision', {
+        principal: `Client::${JSON.stringify(principal.uid.id)}`,
+        method: message.method,
+        decision: 'deny',
+        reason: 'method not allowed',
+      })
+      return {action: 'answer', answer: forbiddenAnswer(id)}
+    }
+    if (rule.rule === 'list') {
+      if (id === undefined) return {action: 'forward'} // a notification gets no answer to filter
+      return {action: 'forward', rewriteResponse: (type) => this.#listRewriter(type, id, rule.kind, principal)}
+    }
+    const params = isRecord(message.params) ? message.params : {}
+    const target = params[rule.idParam]
+    const args = params.arguments
+    if (typeof target !== 'string' || (args !== undefined && !isRecord(args))) {
+      this.#logger?.info('authz decision', {method: message.method, decision: 'deny', reason: `invalid params.${rule.idParam} or params.arguments`})
+      return {action: 'answer', answer: forbiddenAnswer(id)}
+    }
+    let annotations: ToolAnnotations | undefined
+    if (rule.action === 'call_tool') annotations = await this.#annotations(target, callUpstream)
+    const decision = this.authorizer.decide(principal, {
+      action: rule.action,
+      id: target,
+      args: args as Record<string, unknown> | undefined,
+      annotations,
+    })
+    return decision.allowed ? {action: 'forward'} : {action: 'answer', answer: forbiddenAnswer(id)}
+  }
+
+  #principal(request: InterceptedRequest): PrincipalPart {
+    const p = request.principal
+    if (!p) throw new Error('unreachable: principal checked by caller')
+    return this.authorizer.principal(p.subject, p.claims)
+  }
+
+  async #annotations(tool: string, callUpstream: (body: unknown) => Promise<unknown>): Promise<ToolAnnotations | undefined> {
+    try {
+      return await this.annotations.get(tool, (cursor) =>
+        callUpstream({
+          jsonrpc: '2.0',
+          id: `toolgate-authz-${++internalIds}`,
+          method: 'tools/list',
+          params: cursor === undefined ? {} : {cursor},
+        }),
+      )
+    } catch (err) {
+      // Without annotations a guarded policy does not apply: the safe direction.
+      this.#logger?.warn('authz could not list upstream tools for annotations', {error: err instanceof Error ? err.message : String(err)})
+      return undefined
+    }
+  }
+
+  #filter(principal: PrincipalPart, learn: boolean): ResultFilter {
+    return (kind: ListKind, result: unknown) => {
+      const outcome = filterListResult(this.authorizer, principal, kind, result)
+      if (learn && kind === 'tools' && isRecord(result) && Array.isArray(result.tools)) {
+        this.annotations.learn(result.tools, false)
+      }
+      this.#logger?.debug('authz list filtered', {
+        principal: `Client::${JSON.stringify(principal.uid.id)}`,
+        list: kind,
+        kept: outcome.kept,
+        total: outcome.total,
+      })
+      return outcome.result
+    }
+  }
+
+  #listRewriter(contentType: string | undefined, id: JsonRpcId, kind: ListKind, principal: PrincipalPart) {
+    return listResponseTransform(contentType, id, kind, this.#filter(principal, true))
+  }
+
+  #streamRewriter(contentType: string | undefined, principal: PrincipalPart) {
+    if (!(contentType ?? '').toLowerCase().includes('text/event-stream')) return undefined
+    return createSseTransform(streamSseMapper(this.#filter(principal, true)))
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * Static facts about the loaded policies, used to keep each Cedar call small without changing any
+ * decision:
+ *
+ * - Referenced attribute names. Cedar reads attributes only by literal name (`.attr`, `has attr`),
+ *   so an attribute no policy names cannot influence a decision; leaving it out of the request
+ *   shrinks the data copied into the engine and makes the decision cache hit across tokens that
+ *   differ only in `exp`/`iat`/`jti`. If a policy uses `context` as a whole value, nothing is left out.
+ * - Permit scopes. Cedar allows only when some `permit` is satisfied; when no permit's scope can
+ *   match the request's principal/action/resource, the answer is deny without calling the engine.
+ */
+import type {CedarEntityUid, CedarPolicyJson} from './cedar-engine.ts'
+import {uidKey} from './entities-json.ts'
+
+type Constraint = {op: string; entity?: unknown; entities?: unknown[]; entity_type?: string; in?: unknown; slot?: string}
+
+function uidOf(value: unknown): CedarEntityUid | undefined {
+  const v = (value as {__entity?: unknown})?.__entity ?? value
+  const u = v as {type?: unknown; id?: unknown}
+  return typeof u?.type === 'string' && typeof u?.id === 'string' ? {type: u.type, id: u.id} : undefined
+}
+
+/** Collects attribute names and whether `context` is used as a whole value. */
+export function referencedAttributes(policies: CedarPolicyJson[]): Set<string> | undefined {
+  const names = new Set<string>()
+  let wholeContext = false
+  const visit = (node: unknown, accessed: boolean): void => {
+    if (Array.isArray(node)) {
+      for (const n of node) visit(n, false)
+      return
+    }
+    if (typeof node !== 'object' || node === null) return
+    const obj = node as Record<string, unknown>
+    for (const [key, value] of Object.entries(obj)) {
+      if (key === 'Value') continue // literal data, not expressions
+      if ((key === '.' || key === 'has') && typeof value === 'object' && value !== null) {
+        const {left, attr} = value as {left?: unknown; attr?: unknown}
+        if (typeof attr === 'string') names.add(attr)
+        else if (Array.isArray(attr)) for (const a of attr) if (typeof a === 'string') names.add(a)
+        visit(left, true)
+        continue
+      }
+      if (key === 'Var' && value === 'context' && !accessed) wholeContext = true
+      visit(value, false)
+    }
+  }
+  for (const p of policies) visit((p as {conditions?: unknown}).conditions ?? [], false)
+  return wholeContext ? undefined : names
+}
+
+interface PermitScope {
+  principal: Constraint
+  action: Constraint
+  resource: Constraint
+}
+
+function matchesEq(c: Constraint, uid: CedarEntityUid): boolean {
+  if (c.slot !== undefined) return true
+  const e = uidOf(c.entity)
+  return e === undefined || (e.type === uid.type && e.id === uid.id)
+}
+
+function principalOrResourcePossible(c: Constraint, uid: CedarEntityUid): boolean {
+  switch (c.op) {
+    case '==':
+      return matchesEq(c, uid)
+    case 'is':
+      return c.entity_type === undefined || c.entity_type === uid.type
+    default:
+      return true // All, `in` (hierarchy), anything unknown: possibly applicable
+  }
+}
+
+/** Index of permit policies by the exact resource they name, for the "no permit can apply" test. */
+export class PermitIndex {
+  readonly #byResource = new Map<string, PermitScope[]>()
+  readonly #anyResource: PermitScope[] = []
+  readonly #actionHierarchy: boolean
+
+  /** `actionHierarchy`: entities_json defines Action entities, so `action in` may match via parents. */
+  constructor(policies: CedarPolicyJson[], actionHierarchy: boolean) {
+    this.#actionHierarchy = actionHierarchy
+    for (const p of policies) {
+      if (p.effect !== 'permit') continue
+      const scope = {principal: p.principal, action: p.action, resource: p.resource} as unknown as PermitScope
+      const exact = scope.resource.op === '==' && scope.resource.slot === undefined ? uidOf(scope.resource.entity) : undefined
+      if (exact) {
+        const key = uidKey(exact)
+        const list = this.#byResource.get(key) ?? []
+        list.push(scope)
+        this.#byResource.set(key, list)
+      } else this.#anyResource.push(scope)
+    }
+  }
+
+  #actionPossible(c: Constraint, action: CedarEntityUid): boolean {
+    if (c.op === '==') return matchesEq(c, action)
+    if (c.op === 'in') {
+      if (this.#actionHierarchy) return true
+      const list = c.entities ?? [c.entity]
+      return list.some((e) => {
+        const u = uidOf(e)
+        return u === undefined || (u.type === action.type && u.id === action.id)
+      })
+    }
+    return true
+  }
+
+  #possible(s: PermitScope, principal: CedarEntityUid, action: CedarEntityUid, resource: CedarEntityUid): boolean {
+    return (
+      this.#actionPossible(s.action, action) &&
+      principalOrResourcePossible(s.principal, principal) &&
+      principalOrResourcePossible(s.resource, resource)
+    )
+  }
+
+  /** False only when Cedar would certainly deny: no permit policy's scope can match. */
+  mayPermit(principal: CedarEntityUid, action: CedarEntityUid, resource: CedarEntityUid): boolean {
+    for (const s of this.#anyResource) if (this.#possible(s, principal, action, resource)) return true
+    const exact = this.#byResource.get(uidKey(resource))
+    if (exact) for (const s of exact) if (this.#possible(s, principal, action, resource)) return true
+    return false
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * Server-sent events (WHATWG HTML "Server-sent events" §9.2.6, the event stream format) as MCP's
+ * streamable HTTP transport uses them: parse a byte stream into events, let a caller replace an
+ * event, and re-serialise. Events nobody replaces are passed through byte for byte.
+ */
+
+export interface SseEvent {
+  /** Values of `data:` lines joined with "\n" (undefined when the event had no data line). */
+  data: string | undefined
+  event: string | undefined
+  id: string | undefined
+  retry: string | undefined
+}
+
+/** Reads the fields of one event from its lines (comments and unknown fields ignored, as clients do). */
+export function parseSseFields(lines: readonly string[]): SseEvent {
+  const out: SseEvent = {data: undefined, event: undefined, id: undefined, retry: undefined}
+  const data: string[] = []
+  for (const line of lines) {
+    if (line.startsWith(':')) continue
+    const colon = line.indexOf(':')
+    const name = colon === -1 ? line : line.slice(0, colon)
+    let value = colon === -1 ? '' : line.slice(colon + 1)
+    if (value.startsWith(' ')) value = value.slice(1)
+    if (name === 'data') data.push(value)
+    else if (name === 'event') out.event = value
+    else if (name === 'id') out.id = value
+    else if (name === 'retry') out.retry = value
+  }
+  if (data.length > 0) out.data = data.join('\n')
+  return out
+}
+
+/** Serialises an event; multi-line data becomes several `data:` lines (a line break ends a field). */
+export function serializeSseEvent(ev: SseEvent): string {
+  let out = ''
+  if (ev.event !== undefined) out += `event: ${stripBreaks(ev.event)}\n`
+  if (ev.id !== undefined) out += `id: ${stripBreaks(ev.id)}\n`
+  if (ev.retry !== undefined) out += `retry: ${stripBreaks(ev.retry)}\n`
+  if (ev.data !== undefined) for (const line of ev.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`
+  return out + '\n'
+}
+
+function stripBreaks(s: string): string {
+  return s.replace(/[\r\n]/g, '')
+}
+
+/**
+ * Returns a replacement for an event, or undefined to pass the original bytes through. It may
+ * throw; the transform then errors and the client sees the stream fail rather than an unchecked event.
+ */
+export type SseEventMapper = (event: SseEvent) => string | undefined
+
+/**
+ * Incremental splitter: feed text, get complete events (raw text + lines). Handles CRLF, LF and CR
+ * line ends, including a CRLF split across chunks.
+ */
+export class SseSplitter {
+  #buffer = ''
+  #raw = ''
+  #lines: string[] = []
+
+  push(text: string, onEvent: (raw: string, lines: string[]) => void): void {
+    this.#buffer += text
+    let pos = 0
+    const buf = this.#buffer
+    while (pos < buf.length) {
+      const lf = buf.indexOf('\n', pos)
+      const cr = buf.indexOf('\r', pos)
+      let end: number
+      let termLen: number
+      if (cr !== -1 && (lf === -1 || cr < lf)) {
+        // A CR as the last character may be the first half of a CRLF: wait for more input.
+        if (cr === buf.length - 1) break
+        end = cr
+        termLen = buf[cr + 1] === '\n' ? 2 : 1
+      } else if (lf !== -1) {
+        end = lf
+        termLen = 1
+      } else break
+      const line = buf.slice(pos, end)
+      this.#raw += buf.slice(pos, end + termLen)
+      pos = end + termLen
+      if (line === '') {
+        const raw = this.#raw
+        const lines = this.#lines
+        this.#raw = ''
+        this.#lines = []
+        onEvent(raw, lines)
+      } else this.#lines.push(line)
+    }
+    this.#buffer = buf.slice(pos)
+  }
+
+  /** What is left at end of stream: an incomplete event, which clients never dispatch (§9.2.6). */
+  get pending(): string {
+    return this.#raw + this.#buffer
+  }
+}
+
+/** A byte transform over an SSE body that applies `mapper` to each complete event. */
+export function createSseTransform(mapper: SseEventMapper): TransformStream<Uint8Array, Uint8Array> {
+  const decoder = new TextDecoder('utf-8')
+  const encoder = new TextEncoder()
+  const splitter = new SseSplitter()
+  const run = (text: string, controller: TransformStreamDefaultController<Uint8Array>) => {
+    let out = ''
+    splitter.push(text, (raw, lines) => {
+      if (lines.length === 0) {
+        out += raw
+        return
+      }
+      const replacement = mapper(parseSseFields(lines))
+      out += replacement ?? raw
+    })
+    if (out !== '') controller.enqueue(encoder.encode(out))
+  }
+  return new TransformStream({
+    transform(chunk, controller) {
+      run(decoder.decode(chunk, {stream: true}), controller)
+    },
+    flush(controller) {
+      run(decoder.decode(), controller)
+      // An unterminated trailing event is dropped: clients would not dispatch it either, and it
+      // must not reach them unchecked.
+    },
+  })
+}
