@@ -1,8 +1,11 @@
 /**
  * Cedar decisions for MCP requests: the policy set is parsed once at construction, each decision
  * is cached by its full Cedar request, and every evaluation problem denies (spec: default deny,
- * forbid beats permit, an evaluation error denies — Cedar skips an erroring policy, so an erroring
- * permit cannot allow and an erroring forbid is reported in the log).
+ * forbid beats permit, an evaluation error denies). Cedar itself skips a policy whose evaluation
+ * fails: an erroring permit therefore cannot allow. An erroring forbid is treated as satisfied
+ * (deny), because a forbid that could not be evaluated may have been meant to apply; an erroring
+ * permit does not deny on its own, so one permit reading a claim some tokens lack does not lock
+ * out requests that another permit allows.
  */
 import type {Logger} from '../log/logger.ts'
 import {ToolgateError} from '../errors.ts'
@@ -37,12 +40,15 @@ export class Authorizer {
   readonly #cache: LruCache<Decision>
   readonly #permits: PermitIndex | undefined
   readonly #logger: Logger | undefined
+  readonly #forbids: Set<string>
 
   constructor(config: AuthzConfig, options: AuthorizerOptions = {}) {
     this.#setId = `toolgate-authz-${++setCounter}`
     const problem = preparsePolicySet(this.#setId, config.policies)
     if (problem !== undefined) throw new ToolgateError('ERR_POLICY_INVALID', `cedar.policies: ${problem}`)
-    const asts: CedarPolicyJson[] = Object.values(config.policies).map((text) => policyToJson(text))
+    const ids = Object.keys(config.policies)
+    const asts: CedarPolicyJson[] = ids.map((id) => policyToJson(config.policies[id] as string))
+    this.#forbids = new Set(ids.filter((_, i) => asts[i]?.effect === 'forbid'))
     this.model = new EntityModel({
       groupClaimName: config.groupClaimName,
       roleClaimName: config.roleClaimName,
@@ -87,9 +93,10 @@ export class Authorizer {
       decision = {allowed: false, policies: [], errored: [], cached: false}
     } else {
       const answer = authorize(this.#setId, request)
+      const erroredForbids = answer.errors.filter((e) => this.#forbids.has(e.policyId)).map((e) => e.policyId)
       decision = {
-        allowed: answer.decision === 'allow',
-        policies: answer.reasons,
+        allowed: answer.decision === 'allow' && erroredForbids.length === 0,
+        policies: erroredForbids.length > 0 ? erroredForbids : answer.reasons,
         errored: answer.errors.map((e) => e.policyId || '(request)'),
         cached: false,
       }
