@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 import {DEFAULT_MAX_BODY} from '../lib/proxy/body-limit.ts'
 import {proxyConfigFromFlags} from '../lib/proxy/options.ts'
 import {startProxy} from '../lib/proxy/proxy-server.ts'
+import {openSecretStore, overrideForwardHeaders, resolveForwardHeaderSecrets} from '../lib/secrets/index.ts'
 import {BaseCommand} from './base-command.ts'
 
 export default class Proxy extends BaseCommand {
@@ -41,6 +42,10 @@ export default class Proxy extends BaseCommand {
     }),
     'remote-auth-bearer-token-file': Flags.string({description: 'File holding the bearer token for the remote server.'}),
     'remote-forward-headers': Flags.string({description: 'Header injected into forwarded requests, Name=Value (repeatable).', multiple: true}),
+    'remote-forward-headers-secret': Flags.string({
+      description: 'Header injected into forwarded requests whose value comes from the secrets store, Name=secret-name (repeatable; overrides --remote-forward-headers of the same name).',
+      multiple: true,
+    }),
     'token-exchange-url': Flags.string({description: 'Token exchange endpoint (RFC 8693); enables token exchange.'}),
     'token-exchange-audience': Flags.string({description: 'Target audience of exchanged tokens.'}),
     'token-exchange-client-id': Flags.string({description: 'Client ID for token exchange.'}),
@@ -60,6 +65,12 @@ export default class Proxy extends BaseCommand {
     const {args, flags} = await this.parse(Proxy)
     const logger = this.makeLogger(flags)
     const config = proxyConfigFromFlags(args.SERVER_NAME, flags, {logger})
+    const headerSecrets = flags['remote-forward-headers-secret'] ?? []
+    if (headerSecrets.length > 0) {
+      // Resolved once at startup: a missing secret stops the proxy before it listens.
+      const fromSecrets = await resolveForwardHeaderSecrets(headerSecrets, await openSecretStore({logger}))
+      config.forwardHeaders = overrideForwardHeaders(config.forwardHeaders, fromSecrets)
+    }
     const proxy = await startProxy(config, {logger})
     const target = config.targetUri.href
     this.emit(flags.json, `Proxy ${config.name} listening on ${proxy.url} -> ${target}`, {
