@@ -1,0 +1,34 @@
+/**
+ * Entry of the standalone executable (scripts/build-binary.ts bundles it with esbuild into one
+ * CommonJS file for a Node single-executable application).
+ *
+ * oclif's explicit strategy normally `import()`s `oclif.commands.target` from disk; a single
+ * executable has no such file. So the root plugin is handed the bundled `COMMANDS` map directly,
+ * and oclif's Config is loaded from the package.json embedded at build time. Everything else
+ * (help, `--version`, topics such as `proxy stdio`, flag parsing, exit codes) is oclif's own code,
+ * so the binary behaves exactly like `bin/run.js`.
+ */
+import {execute, Plugin, settings} from '@oclif/core'
+import {dirname} from 'node:path'
+import pjson from '../package.json' with {type: 'json'}
+import {COMMANDS} from '../src/index.ts'
+
+type CommandMap = Record<string, unknown>
+const proto = Plugin.prototype as unknown as {
+  isRoot: boolean
+  commandCache?: CommandMap
+  loadCommandsFromTarget(): Promise<CommandMap | undefined>
+}
+const original = proto.loadCommandsFromTarget
+proto.loadCommandsFromTarget = async function (this: typeof proto) {
+  if (!this.isRoot) return original.call(this)
+  this.commandCache = COMMANDS as CommandMap
+  return this.commandCache
+}
+
+settings.enableAutoTranspile = false
+void execute({
+  args: process.argv.slice(2),
+  // The root is only used for oclif's own bookkeeping (cache/data dirs come from XDG, not from it).
+  loadOptions: {root: dirname(process.execPath), pjson: structuredClone(pjson) as never},
+})
