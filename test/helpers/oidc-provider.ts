@@ -3,6 +3,7 @@ import type {AddressInfo} from 'node:net'
 import {randomUUID} from 'node:crypto'
 import {exportJWK, generateKeyPair, SignJWT, type JWK} from 'jose'
 import Provider, {type Configuration} from 'oidc-provider'
+import type {ProviderConfig} from '../../src/lib/auth/types.ts'
 
 /**
  * A real OpenID provider (npm `oidc-provider`) on 127.0.0.1 for tests. Two calls give two
@@ -246,4 +247,12 @@ export async function startOidcProvider(options: OidcProviderOptions = {}): Prom
     },
   }
   return fixture
+}
+
+/**
+ * A toolgate provider entry for a fixture: discovery through the issuer, its default audience,
+ * `allowPrivateIP: true` because the fixture is on loopback. Override anything.
+ */
+export function providerConfigOf(fx: OidcProviderFixture, overrides: Partial<ProviderConfig> = {}): ProviderConfig {
+  return {name: `op-${fx.port}`, issuerUrl: fx.issuer, audience: fx.audience, allowPrivateIP: true, ...overrides}
 }

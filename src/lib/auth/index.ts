@@ -1,15 +1,14 @@
-import type {Logger} from '../log/logger.ts'
-import {denyAllAuthenticator} from './deny-all.ts'
+import {createBearerAuthenticator, type AuthenticatorDeps} from './authenticator.ts'
 import type {BearerAuthenticator, OAuthConfig} from './types.ts'
 
-export interface AuthenticatorDeps {
-  logger: Logger
-}
+export type {AuthenticatorDeps} from './authenticator.ts'
+export {authorizationOf, parseAuthorization} from './bearer-header.ts'
+export type {AuthOutcome, BearerAuthenticator, OAuthConfig, Principal, ProviderConfig} from './types.ts'
 
 /**
  * Builds the bearer-token validator for a set of providers (tried in order; first acceptance wins).
- * Placeholder until token validation lands: fails closed.
+ * Throws ERR_CONFIG_INVALID / ERR_FILE_UNREADABLE at startup for a bad provider, naming its path.
  */
-export function createAuthenticator(_config: OAuthConfig, _deps: AuthenticatorDeps): BearerAuthenticator {
-  return denyAllAuthenticator()
+export function createAuthenticator(config: OAuthConfig, deps: AuthenticatorDeps): BearerAuthenticator {
+  return createBearerAuthenticator(config, deps)
 }

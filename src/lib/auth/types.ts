@@ -17,6 +17,12 @@ export interface ProviderConfig {
   caCertPath?: string
   authTokenFile?: string
   allowPrivateIP?: boolean
+  /**
+   * proxy/run only (contract §2): URLs the operator typed (issuer discovery, jwksUrl,
+   * introspectionUrl) are trusted even on loopback/private hosts; URLs learned from remote
+   * documents stay guarded unless the issuer itself is on such a host. Not a config-file field.
+   */
+  trustConfiguredUrls?: boolean
 }
 
 export interface OAuthConfig {
