@@ -60,7 +60,8 @@ export class SseSplitter {
   #raw = ''
   #lines: string[] = []
 
-  push(text: string, onEvent: (raw: string, lines: string[]) => void): void {
+  /** `final`: no more input follows, so a trailing CR is a complete line end. */
+  push(text: string, onEvent: (raw: string, lines: string[]) => void, final = false): void {
     this.#buffer += text
     let pos = 0
     const buf = this.#buffer
@@ -71,7 +72,7 @@ export class SseSplitter {
       let termLen: number
       if (cr !== -1 && (lf === -1 || cr < lf)) {
         // A CR as the last character may be the first half of a CRLF: wait for more input.
-        if (cr === buf.length - 1) break
+        if (cr === buf.length - 1 && !final) break
         end = cr
         termLen = buf[cr + 1] === '\n' ? 2 : 1
       } else if (lf !== -1) {
@@ -103,7 +104,7 @@ export function createSseTransform(mapper: SseEventMapper): TransformStream<Uint
   const decoder = new TextDecoder('utf-8')
   const encoder = new TextEncoder()
   const splitter = new SseSplitter()
-  const run = (text: string, controller: TransformStreamDefaultController<Uint8Array>) => {
+  const run = (text: string, controller: TransformStreamDefaultController<Uint8Array>, final = false) => {
     let out = ''
     splitter.push(text, (raw, lines) => {
       if (lines.length === 0) {
@@ -112,7 +113,7 @@ export function createSseTransform(mapper: SseEventMapper): TransformStream<Uint
       }
       const replacement = mapper(parseSseFields(lines))
       out += replacement ?? raw
-    })
+    }, final)
     if (out !== '') controller.enqueue(encoder.encode(out))
   }
   return new TransformStream({
@@ -120,7 +121,7 @@ export function createSseTransform(mapper: SseEventMapper): TransformStream<Uint
       run(decoder.decode(chunk, {stream: true}), controller)
     },
     flush(controller) {
-      run(decoder.decode(), controller)
+      run(decoder.decode(), controller, true)
       // An unterminated trailing event is dropped: clients would not dispatch it either, and it
       // must not reach them unchecked.
     },
