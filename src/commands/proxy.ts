@@ -1,4 +1,5 @@
 import {Args, Flags} from '@oclif/core'
+import {loadAuthzInterceptor} from '../lib/authz/index.ts'
 import {DEFAULT_MAX_BODY} from '../lib/proxy/body-limit.ts'
 import {proxyConfigFromFlags} from '../lib/proxy/options.ts'
 import {startProxy} from '../lib/proxy/proxy-server.ts'
@@ -46,6 +47,9 @@ export default class Proxy extends BaseCommand {
       description: 'Header injected into forwarded requests whose value comes from the secrets store, Name=secret-name (repeatable; overrides --remote-forward-headers of the same name).',
       multiple: true,
     }),
+    'authz-config': Flags.string({
+      description: 'Cedar authorization policy file (JSON or YAML), applied after incoming authentication.',
+    }),
     'token-exchange-url': Flags.string({description: 'Token exchange endpoint (RFC 8693); enables token exchange.'}),
     'token-exchange-audience': Flags.string({description: 'Target audience of exchanged tokens.'}),
     'token-exchange-client-id': Flags.string({description: 'Client ID for token exchange.'}),
@@ -71,6 +75,8 @@ export default class Proxy extends BaseCommand {
       const fromSecrets = await resolveForwardHeaderSecrets(headerSecrets, await openSecretStore({logger}))
       config.forwardHeaders = overrideForwardHeaders(config.forwardHeaders, fromSecrets)
     }
+    // Loaded before listening: a bad policy file refuses to start, naming the policy index.
+    if (flags['authz-config']) config.interceptor = await loadAuthzInterceptor(flags['authz-config'], {logger})
     const proxy = await startProxy(config, {logger})
     const target = config.targetUri.href
     this.emit(flags.json, `Proxy ${config.name} listening on ${proxy.url} -> ${target}`, {
