@@ -1,0 +1,144 @@
+import {ToolgateError} from '../../errors.ts'
+import {OFFICIAL_META_KEY, type ServerJson} from '../types.ts'
+import {validateRecords, type InvalidRecord} from './document.ts'
+import {fetchText, type FetchLike} from './fetch-text.ts'
+import type {LoadResult, SourceLoader} from './loader.ts'
+import {describeUrl} from './location.ts'
+
+export const API_PAGE_LIMIT = 100
+// One page is at most 100 entries; 16 MiB leaves room for very large server.json documents.
+const MAX_PAGE_BYTES = 16 * 1024 * 1024
+
+/**
+ * An `api` source: pages through another registry's `GET <endpoint>/v0.1/servers?limit=100`
+ * (MCP registry API v0.1) following `metadata.nextCursor` until it is absent. The walk is bounded
+ * (page count, a cursor seen twice is a loop) and each request has its own timeout. The upstream
+ * official `_meta` block of each entry is kept (it owns publishedAt/updatedAt/status there).
+ */
+export interface ApiLoaderOptions {
+  fetch?: FetchLike
+  timeoutMs: number
+  maxPages: number
+}
+
+export class ApiLoader implements SourceLoader {
+  readonly location: string
+  readonly endpoint: string
+  #options: ApiLoaderOptions
+
+  constructor(endpoint: string, options: ApiLoaderOptions) {
+    const parsed = new URL(endpoint)
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new ToolgateError(
+        'ERR_CONFIG_INVALID',
+        `${describeUrl(endpoint)}: api.endpoint must be http or https`,
+      )
+    }
+    this.endpoint = endpoint
+    this.location = describeUrl(endpoint)
+    this.#options = options
+  }
+
+  pageUrl(cursor: string | undefined): string {
+    const u = new URL(this.endpoint)
+    u.pathname = `${u.pathname.replace(/\/+$/, '')}/v0.1/servers`
+    u.searchParams.set('limit', String(API_PAGE_LIMIT))
+    if (cursor !== undefined) u.searchParams.set('cursor', cursor)
+    return u.toString()
+  }
+
+  async load(signal?: AbortSignal): Promise<LoadResult> {
+    const servers: ServerJson[] = []
+    const invalid: InvalidRecord[] = []
+    const seen = new Set<string>()
+    let cursor: string | undefined
+    for (let page = 0; ; page++) {
+      if (page >= this.#options.maxPages) {
+        throw new ToolgateError(
+          'ERR_SOURCE_LOAD',
+          `${this.location}: more than ${this.#options.maxPages} pages`,
+        )
+      }
+      const text = await fetchText(this.pageUrl(cursor), {
+        fetch: this.#options.fetch,
+        timeoutMs: this.#options.timeoutMs,
+        maxBytes: MAX_PAGE_BYTES,
+        signal,
+      })
+      const body = parseListBody(text, `${this.location} (page ${page + 1})`)
+      const offset = servers.length + invalid.length
+      const parsed = validateRecords(body.entries, true)
+      for (const p of parsed.invalid) invalid.push({...p, index: offset + p.index})
+      mergeOfficial(body.entries, parsed.servers)
+      for (const server of parsed.servers) servers.push(server)
+      if (body.nextCursor === undefined) break
+      if (seen.has(body.nextCursor)) {
+        throw new ToolgateError(
+          'ERR_SOURCE_LOAD',
+          `${this.location}: the upstream returned the same cursor twice`,
+        )
+      }
+      seen.add(body.nextCursor)
+      cursor = body.nextCursor
+    }
+    return {servers, invalid, trustOfficialMeta: true}
+  }
+}
+
+/** Validates one list body: `{"servers":[{server,_meta}…],"metadata":{"nextCursor"?}}`. */
+export function parseListBody(
+  text: string,
+  where: string,
+): {entries: unknown[]; nextCursor: string | undefined} {
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch (err) {
+    throw new ToolgateError(
+      'ERR_SOURCE_LOAD',
+      `${where}: not valid JSON (${(err as Error).message})`,
+      {cause: err},
+    )
+  }
+  if (!body || typeof body !== 'object' || !Array.isArray((body as {servers?: unknown}).servers)) {
+    throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: expected {"servers":[…],"metadata":{…}}`)
+  }
+  const metadata = (body as {metadata?: unknown}).metadata
+  let nextCursor: string | undefined
+  if (metadata !== undefined && metadata !== null) {
+    if (typeof metadata !== 'object')
+      throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: metadata must be an object`)
+    const nc = (metadata as {nextCursor?: unknown}).nextCursor
+    if (nc !== undefined && nc !== null && nc !== '') {
+      if (typeof nc !== 'string')
+        throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: metadata.nextCursor must be a string`)
+      nextCursor = nc
+    }
+  }
+  return {entries: (body as {servers: unknown[]}).servers, nextCursor}
+}
+
+/**
+ * Moves each entry's official block into the server's `_meta`, where the store reads trusted
+ * upstream metadata from, replacing whatever the server.json itself claimed.
+ */
+function mergeOfficial(entries: unknown[], servers: ServerJson[]): void {
+  const byServer = new Map<unknown, unknown>()
+  for (const e of entries) {
+    if (e && typeof e === 'object' && 'server' in e)
+      byServer.set((e as {server: unknown}).server, (e as {_meta?: unknown})._meta)
+  }
+  for (const s of servers) {
+    if (!byServer.has(s)) continue
+    const entryMeta = byServer.get(s)
+    const block =
+      entryMeta && typeof entryMeta === 'object'
+        ? (entryMeta as Record<string, unknown>)[OFFICIAL_META_KEY]
+        : undefined
+    const own = {...(s._meta ?? {})}
+    delete own[OFFICIAL_META_KEY]
+    if (block !== undefined) own[OFFICIAL_META_KEY] = block
+    if (Object.keys(own).length > 0) s._meta = own
+    else delete s._meta
+  }
+}

@@ -1,0 +1,65 @@
+import {readFile} from 'node:fs/promises'
+import {ToolgateError} from '../../errors.ts'
+import {parseRegistryDocument} from './document.ts'
+import {fetchText, type FetchLike} from './fetch-text.ts'
+import type {LoadResult, SourceLoader} from './loader.ts'
+import {describeUrl} from './location.ts'
+
+/** Refuse registry files above this size rather than exhaust memory (100,000 versions ≈ 100 MB). */
+export const MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+
+/** A `file` source read from a local path. */
+export class FilePathLoader implements SourceLoader {
+  readonly location: string
+  readonly path: string
+
+  constructor(path: string) {
+    this.path = path
+    this.location = path
+  }
+
+  async load(): Promise<LoadResult> {
+    let text: string
+    try {
+      text = await readFile(this.path, 'utf8')
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message
+      throw new ToolgateError('ERR_SOURCE_LOAD', `${this.path}: cannot read (${code})`, {
+        cause: err,
+      })
+    }
+    return {...parseRegistryDocument(text, this.path), trustOfficialMeta: false}
+  }
+}
+
+/** A `file` source fetched over http(s). */
+export class FileUrlLoader implements SourceLoader {
+  readonly location: string
+  readonly url: string
+  #fetch: FetchLike | undefined
+  #timeoutMs: number
+
+  constructor(url: string, options: {fetch?: FetchLike; timeoutMs: number}) {
+    const parsed = new URL(url)
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new ToolgateError(
+        'ERR_CONFIG_INVALID',
+        `${describeUrl(url)}: file.url must be http or https`,
+      )
+    }
+    this.url = url
+    this.location = describeUrl(url)
+    this.#fetch = options.fetch
+    this.#timeoutMs = options.timeoutMs
+  }
+
+  async load(signal?: AbortSignal): Promise<LoadResult> {
+    const text = await fetchText(this.url, {
+      fetch: this.#fetch,
+      timeoutMs: this.#timeoutMs,
+      maxBytes: MAX_DOCUMENT_BYTES,
+      signal,
+    })
+    return {...parseRegistryDocument(text, this.location), trustOfficialMeta: false}
+  }
+}
