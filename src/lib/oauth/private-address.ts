@@ -1,59 +1,32 @@
 import {lookup} from 'node:dns/promises'
-import {BlockList, isIP} from 'node:net'
-
-/**
- * Address classes that a URL learned from a remote document must not lead to (contract §2):
- * private, loopback, link-local, unique-local, plus the unspecified, CGNAT and IPv4-mapped forms
- * that reach the same hosts by another spelling.
- */
-const blocked = new BlockList()
-blocked.addSubnet('0.0.0.0', 8, 'ipv4')
-blocked.addSubnet('10.0.0.0', 8, 'ipv4')
-blocked.addSubnet('100.64.0.0', 10, 'ipv4') // RFC 6598 shared address space
-blocked.addSubnet('127.0.0.0', 8, 'ipv4')
-blocked.addSubnet('169.254.0.0', 16, 'ipv4')
-blocked.addSubnet('172.16.0.0', 12, 'ipv4')
-blocked.addSubnet('192.168.0.0', 16, 'ipv4')
-blocked.addAddress('::', 'ipv6')
-blocked.addAddress('::1', 'ipv6')
-blocked.addSubnet('fc00::', 7, 'ipv6')
-blocked.addSubnet('fe80::', 10, 'ipv6')
-
-/** True when an IP literal is private, loopback, link-local or unique-local. */
-export function isPrivateAddress(address: string): boolean {
-  const bare = address.replace(/^\[|\]$/g, '')
-  const family = isIP(bare)
-  if (family === 4) return blocked.check(bare, 'ipv4')
-  if (family === 6) {
-    // ::ffff:10.0.0.1 reaches 10.0.0.1; judge the embedded IPv4 address.
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(bare)
-    if (mapped) return blocked.check(mapped[1] as string, 'ipv4')
-    return blocked.check(bare, 'ipv6')
-  }
-  return false
-}
+import {isIP} from 'node:net'
+import {isBlockedAddress} from '../http/ip-ranges.ts'
 
 const LOOPBACK_NAMES = new Set(['localhost', 'localhost.'])
 
-/** Loopback by spelling (no DNS): used for the "https unless loopback" rule on typed URLs. */
+function bare(hostname: string): string {
+  return hostname.replace(/^\[|\]$/g, '').toLowerCase()
+}
+
+/** Loopback by spelling (no DNS): the "https unless loopback" rule for typed and learned endpoints. */
 export function isLoopbackHost(hostname: string): boolean {
-  const bare = hostname.replace(/^\[|\]$/g, '').toLowerCase()
-  if (LOOPBACK_NAMES.has(bare) || bare.endsWith('.localhost')) return true
-  if (isIP(bare) === 4) return bare.startsWith('127.')
-  return bare === '::1'
+  const host = bare(hostname)
+  if (LOOPBACK_NAMES.has(host) || host.endsWith('.localhost')) return true
+  if (isIP(host) === 4) return host.startsWith('127.')
+  return host === '::1'
 }
 
 /**
- * Whether an operator-typed URL points at a private destination. URLs learned from documents that
- * this URL led to may then be private too (contract §2); otherwise they must be public.
+ * Whether an operator-typed URL points at a private destination. URLs learned from documents this
+ * URL led to may then be private too (contract §2); otherwise they must be public.
  */
 export async function isPrivateDestination(url: URL): Promise<boolean> {
-  const host = url.hostname.replace(/^\[|\]$/g, '')
-  if (isIP(host)) return isPrivateAddress(host)
-  if (LOOPBACK_NAMES.has(host.toLowerCase()) || host.toLowerCase().endsWith('.localhost')) return true
+  const host = bare(url.hostname)
+  if (isIP(host)) return isBlockedAddress(host)
+  if (isLoopbackHost(host)) return true
   try {
     const addresses = await lookup(host, {all: true})
-    return addresses.some((a) => isPrivateAddress(a.address))
+    return addresses.some((a) => isBlockedAddress(a.address))
   } catch {
     // Unresolvable now: treat as public, the stricter choice for what it leads to.
     return false

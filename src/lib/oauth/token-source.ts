@@ -28,7 +28,7 @@ interface AccessToken {
   token: string
   /** Epoch ms after which the token is not used; Infinity when the server gave no expires_in. */
   expiresAt: number
-  /** How long before expiry it is refreshed: a quarter of its life, at most 30 s. */
+  /** How long before expiry it is refreshed. */
   skewMs: number
 }
 
@@ -209,7 +209,9 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
     this.#access = {
       token: tokens.access_token,
       expiresAt: now + lifeMs,
-      skewMs: Number.isFinite(lifeMs) ? Math.min(30_000, lifeMs / 4) : 0,
+      // A quarter of the life, at least 1 s (expires_in and exp are whole seconds, so a token can
+      // be up to a second shorter-lived than it looks), at most 30 s, never more than half.
+      skewMs: Number.isFinite(lifeMs) ? Math.min(30_000, lifeMs / 2, Math.max(1000, lifeMs / 4)) : 0,
     }
     const names = this.#names as StoreNames
     // RFC 6749 §6: the server may rotate the refresh token; keep the newest.
