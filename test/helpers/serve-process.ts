@@ -4,6 +4,7 @@
  * process started here is killed by `stop()`; pair each start with `t.after(() => s.stop())`.
  */
 import {spawn, type ChildProcess} from 'node:child_process'
+import {request as httpRequest, type IncomingHttpHeaders} from 'node:http'
 import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
@@ -163,4 +164,46 @@ export async function getJson(
     body = undefined
   }
   return {status: res.status, headers: res.headers, body, text}
+}
+
+/**
+ * GET with the path sent byte for byte (node:http does not normalise it; `fetch` would resolve
+ * `%2e%2e` segments per the WHATWG URL rules before sending).
+ */
+export function rawRequest(
+  base: string,
+  path: string,
+  opts: {method?: string; headers?: Record<string, string>} = {},
+): Promise<{status: number; headers: IncomingHttpHeaders; text: string; body: unknown}> {
+  const u = new URL(base)
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: u.hostname,
+        port: u.port,
+        path,
+        method: opts.method ?? 'GET',
+        headers: opts.headers,
+        timeout: 30_000,
+      },
+      (res) => {
+        let text = ''
+        res.setEncoding('utf8')
+        res.on('data', (d: string) => (text += d))
+        res.on('end', () => {
+          let body: unknown
+          try {
+            body = JSON.parse(text)
+          } catch {
+            body = undefined
+          }
+          resolve({status: res.statusCode ?? 0, headers: res.headers, text, body})
+        })
+        res.on('error', reject)
+      },
+    )
+    req.on('timeout', () => req.destroy(new Error('request timed out')))
+    req.on('error', reject)
+    req.end()
+  })
 }

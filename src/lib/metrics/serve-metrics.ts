@@ -61,7 +61,7 @@ export function createServeMetrics(): ServeMetrics {
   registry.register(
     new Gauge(
       'toolgate_source_syncs_total',
-      'Source synchronisations attempted.',
+      'Source synchronisations attempted (successes and failures).',
       ['source'],
       (g) => each(g, (s) => s.syncs),
       'counter',

@@ -60,16 +60,33 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
     await store.init()
     cleanups.push(() => store.close())
     await store.setRegistries(config.registries)
-    await store.retainSources?.(config.sources.map((s) => s.name))
     logger.info('storage ready', {storage: 'sqlite', path: config.storage.path})
 
     const metrics = createServeMetrics()
     metrics.setVersionCounter(() => store.countVersions())
 
     const sources: SourceRuntime = createSourceRuntime(config.sources, store, logger)
+    metrics.setSourceSamples(() => sources.samples())
+    const graceMs = opts.graceMs ?? 10_000
+
+    // The internal server comes up first so probes see /health 200 and /readiness 503 while a
+    // large source loads; the main port opens only once every source has loaded.
+    const internal = hardened(
+      createServer(
+        createInternalHandler({
+          store,
+          sourcesLoaded: () => sources.isReady(),
+          metrics: metrics.registry,
+          logger,
+        }),
+      ),
+    )
+    const internalInfo = await listen(internal, opts.internalAddress, '--internal-address')
+    cleanups.push(() => shutdownServer(internal, graceMs))
+    logger.info('internal server listening', {url: urlOf(internalInfo)})
+
     cleanups.push(() => sources.stop())
     await sources.start()
-    metrics.setSourceSamples(() => sources.samples())
 
     let authenticator: BearerAuthenticator | undefined
     if (config.auth.mode === 'oauth') {
@@ -102,21 +119,8 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
           : undefined,
     })
     const main = hardened(createServer(mainHandler))
-    const internal = hardened(
-      createServer(
-        createInternalHandler({
-          store,
-          sourcesLoaded: () => sources.isReady(),
-          metrics: metrics.registry,
-          logger,
-        }),
-      ),
-    )
-    const graceMs = opts.graceMs ?? 10_000
     const mainInfo = await listen(main, opts.address, '--address')
     cleanups.push(() => shutdownServer(main, graceMs))
-    const internalInfo = await listen(internal, opts.internalAddress, '--internal-address')
-    cleanups.push(() => shutdownServer(internal, graceMs))
 
     let closing: Promise<void> | undefined
     return {

@@ -1,5 +1,6 @@
 import type {Logger} from '../log/logger.ts'
 import type {SourceSample} from '../metrics/serve-metrics.ts'
+import {SourceSyncer} from '../registry/sources/syncer.ts'
 import type {RegistryStore, SourceConfig} from '../registry/types.ts'
 
 /**
@@ -15,14 +16,21 @@ export interface SourceRuntime {
 
 export function createSourceRuntime(
   sources: SourceConfig[],
-  _store: RegistryStore,
-  _logger: Logger,
+  store: RegistryStore,
+  logger: Logger,
 ): SourceRuntime {
-  if (sources.length > 0) throw new Error('source syncing is not wired yet')
+  const syncer = new SourceSyncer({store, sources, logger: logger.child({component: 'sources'})})
   return {
-    async start() {},
-    isReady: () => true,
-    samples: () => [],
-    async stop() {},
+    start: () => syncer.start(),
+    isReady: () => syncer.isReady(),
+    samples: () =>
+      syncer.stats().map((s) => ({
+        source: s.name,
+        syncs: s.syncs + s.failures,
+        errors: s.failures,
+        ...(s.lastSuccessAt ? {lastSuccessMs: s.lastSuccessAt.getTime()} : {}),
+        versions: s.versions,
+      })),
+    stop: () => syncer.stop(),
   }
 }
