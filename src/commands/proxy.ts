@@ -4,7 +4,9 @@ import {DEFAULT_MAX_BODY} from '../lib/proxy/body-limit.ts'
 import {proxyConfigFromFlags} from '../lib/proxy/options.ts'
 import {startProxy} from '../lib/proxy/proxy-server.ts'
 import {openSecretStore, overrideForwardHeaders, resolveForwardHeaderSecrets} from '../lib/secrets/index.ts'
+import {remoteAuthFromFlags} from '../lib/oauth/index.ts'
 import {BaseCommand} from './base-command.ts'
+import {remoteAuthFlags} from './remote-auth-flags.ts'
 
 export default class Proxy extends BaseCommand {
   static override description =
@@ -38,6 +40,7 @@ export default class Proxy extends BaseCommand {
     'oidc-introspection-url': Flags.string({description: 'Token introspection endpoint (RFC 7662).'}),
     'oidc-jwks-url': Flags.string({description: 'JWKS URL (skips OIDC discovery).'}),
     'oidc-scopes': Flags.string({description: 'Scopes advertised in the well-known endpoint.', multiple: true, default: ['openid']}),
+    ...remoteAuthFlags,
     'remote-auth-bearer-token': Flags.string({
       description: 'Bearer token for the remote server (or env TOOLGATE_REMOTE_AUTH_BEARER_TOKEN).',
     }),
@@ -77,7 +80,19 @@ export default class Proxy extends BaseCommand {
     }
     // Loaded before listening: a bad policy file refuses to start, naming the policy index.
     if (flags['authz-config']) config.interceptor = await loadAuthzInterceptor(flags['authz-config'], {logger})
-    const proxy = await startProxy(config, {logger})
+    // Remote OAuth (src/lib/oauth): logs in (or restores the saved login) before listening.
+    const remoteAuth = await remoteAuthFromFlags(flags, flags['target-uri'], {
+      logger,
+      openStore: () => openSecretStore({logger}),
+      write: (text) => process.stderr.write(text),
+      json: flags.json,
+      isTTY: process.stderr.isTTY === true,
+    })
+    if (remoteAuth) config.upstreamToken = remoteAuth
+    const proxy = await startProxy(config, {logger}).catch(async (err: unknown) => {
+      await remoteAuth?.close()
+      throw err
+    })
     const target = config.targetUri.href
     this.emit(flags.json, `Proxy ${config.name} listening on ${proxy.url} -> ${target}`, {
       name: config.name,

@@ -1,14 +1,18 @@
 import open from 'open'
+import {ToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
+import type {SecretStore} from '../secrets/types.ts'
 import {createOAuthHttp, type OAuthHttp} from './oauth-http.ts'
 import {isPrivateDestination} from './private-address.ts'
-import type {ProgressSink} from './progress.ts'
-import type {RemoteAuthOptions} from './remote-auth-options.ts'
+import {createProgressRenderer, type ProgressSink} from './progress.ts'
+import {remoteAuthOptionsFromFlags, type RemoteAuthFlags, type RemoteAuthOptions} from './remote-auth-options.ts'
+import {secretTokenStore} from './secret-token-store.ts'
 import {RemoteOAuthTokenSource} from './token-source.ts'
 import type {TokenStore} from './token-store.ts'
 
-export {remoteAuthOptionsFromFlags, type RemoteAuthFlags, type RemoteAuthOptions} from './remote-auth-options.ts'
-export {createProgressRenderer, type ProgressSink, type RemoteAuthEvent} from './progress.ts'
+export {remoteAuthOptionsFromFlags, DEFAULT_CALLBACK_PORT, DEFAULT_TIMEOUT, type RemoteAuthFlags, type RemoteAuthOptions} from './remote-auth-options.ts'
+export {createProgressRenderer, type RemoteAuthEvent} from './progress.ts'
+export {secretTokenStore} from './secret-token-store.ts'
 export {MemoryTokenStore, STORE_PREFIX, type TokenStore} from './token-store.ts'
 export {RemoteOAuthTokenSource} from './token-source.ts'
 
@@ -60,4 +64,33 @@ export async function startRemoteAuth(options: RemoteAuthOptions, deps: RemoteAu
     throw err
   }
   return source
+}
+
+export interface RemoteAuthFromFlagsDeps {
+  logger: Logger
+  /** Opens the secrets store (lazily: only when --remote-auth is on). */
+  openStore: () => Promise<SecretStore>
+  /** stderr writer for progress; `json` switches to JSON-lines events. */
+  write: (text: string) => void
+  json: boolean
+  isTTY: boolean
+  env?: NodeJS.ProcessEnv
+}
+
+/**
+ * The whole `--remote-auth*` wiring for a command: flags → options (usage errors first), the
+ * secrets store, progress rendering, then the login. Undefined when `--remote-auth` is off.
+ */
+export async function remoteAuthFromFlags(flags: RemoteAuthFlags, targetUri: string, deps: RemoteAuthFromFlagsDeps): Promise<RemoteOAuthTokenSource | undefined> {
+  const options = await remoteAuthOptionsFromFlags(flags, targetUri, {env: deps.env ?? process.env})
+  if (!options) return undefined
+  const progress = createProgressRenderer({write: deps.write, json: deps.json, isTTY: deps.isTTY})
+  try {
+    return await startRemoteAuth(options, {store: secretTokenStore(await deps.openStore(), deps.logger), progress, logger: deps.logger})
+  } catch (err) {
+    if (err instanceof ToolgateError) progress({event: 'login_failed', code: err.code, message: err.message})
+    throw err
+  } finally {
+    progress.stop()
+  }
 }

@@ -1,4 +1,5 @@
 import {createHash} from 'node:crypto'
+import {systemSecretName} from '../secrets/names.ts'
 
 /**
  * Where logins survive restarts: the secrets store's reserved system namespace (contract §7), seen
@@ -24,8 +25,8 @@ export class MemoryTokenStore implements TokenStore {
   }
 }
 
-/** Prefix of every name this module stores; the secrets store reserves and hides it. */
-export const STORE_PREFIX = 'toolgate.oauth.'
+/** Prefix of every name this module stores, inside the secrets store's reserved namespace. */
+export const STORE_PREFIX = systemSecretName('oauth') + '/'
 
 export interface StoreNames {
   /** The dynamically registered client (RFC 7591 response fields we need). */
@@ -41,7 +42,7 @@ export interface StoreNames {
  */
 export function storeNames(targetUri: string, issuer: string): StoreNames {
   const id = createHash('sha256').update(`${new URL(targetUri).href}\n${issuer}`).digest('hex').slice(0, 32)
-  return {client: `${STORE_PREFIX}${id}.client`, refresh: `${STORE_PREFIX}${id}.refresh`}
+  return {client: systemSecretName('oauth', id, 'client'), refresh: systemSecretName('oauth', id, 'refresh')}
 }
 
 export interface StoredRefresh {

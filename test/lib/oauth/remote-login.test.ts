@@ -77,7 +77,7 @@ describe('remote OAuth login against a real oidc-provider', () => {
       assert.match(page?.page ?? '', /Logged in as alice/)
       // The registration and the refresh token are both saved for the next start.
       assert.equal(store.entries.size, 2)
-      const client = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('.client'))?.[1] as string)
+      const client = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('/client'))?.[1] as string)
       assert.equal(client.token_endpoint_auth_method, 'none')
     } finally {
       await source.close()
@@ -146,7 +146,7 @@ describe('remote OAuth login against a real oidc-provider', () => {
     const opts = await options(upstream.url, {issuer: new URL(idp.issuer)})
     const first = await startRemoteAuth(opts, {store, progress: recordingUser().sink})
     await first.close()
-    const saved = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('.client'))?.[1] as string)
+    const saved = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('/client'))?.[1] as string)
     const del = await fetch(saved.registration_client_uri, {method: 'DELETE', headers: {authorization: `Bearer ${saved.registration_access_token}`}})
     assert.equal(del.status, 204)
 
@@ -327,7 +327,7 @@ describe('remote OAuth login against a real oidc-provider', () => {
     const logger = createMemoryLogger()
     const source = await startRemoteAuth(await options(upstream.url, {issuer: new URL(idp.issuer)}), {store, progress: user.sink, logger})
     try {
-      const saved = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('.refresh'))?.[1] as string)
+      const saved = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('/refresh'))?.[1] as string)
       const revoke = await fetch(`${idp.issuer}/token/revocation`, {
         method: 'POST',
         headers: {'content-type': 'application/x-www-form-urlencoded'},
