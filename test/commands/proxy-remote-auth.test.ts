@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict'
+import {spawn, type ChildProcess} from 'node:child_process'
+import {mkdtemp, rm} from 'node:fs/promises'
+import {createServer} from 'node:http'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {after, before, describe, it} from 'node:test'
+import {setTimeout as sleep} from 'node:timers/promises'
+import {driveLogin, freePort, startLoginProvider, startProtectedResource, type ProtectedResource} from '../helpers/oidc-login.ts'
+
+/**
+ * `toolgate proxy --remote-auth` end to end: the real command (bin/dev.js) against a real
+ * oidc-provider, the login driven through its real pages from the URL the command prints with
+ * --remote-auth-skip-browser, and the secrets store in a throwaway HOME (password from the env,
+ * as in CI; the keyring is not reachable in this environment and the store falls back to it).
+ */
+const AUDIENCE = 'https://mcp.example.test/mcp'
+
+interface Run {
+  child: ChildProcess
+  stdout: () => string
+  stderr: () => string
+  exited: Promise<number | null>
+}
+
+function runProxy(args: string[], home: string): Run {
+  let out = ''
+  let err = ''
+  const child = spawn(process.execPath, ['bin/dev.js', 'proxy', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: process.cwd(),
+    env: {
+      PATH: process.env.PATH,
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, 'config'),
+      XDG_DATA_HOME: join(home, 'data'),
+      XDG_STATE_HOME: join(home, 'state'),
+      TOOLGATE_SECRETS_PASSWORD: 'test-password-for-the-secrets-file',
+      DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent',
+    },
+  })
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()))
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  return {child, stdout: () => out, stderr: () => err, exited}
+}
+
+async function waitFor<T>(what: string, probe: () => T | undefined, run: Run, ms = 60_000): Promise<T> {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    const v = probe()
+    if (v !== undefined) return v
+    if (run.child.exitCode !== null) throw new Error(`proxy exited (${run.child.exitCode}) before ${what}; stderr:\n${run.stderr()}`)
+    await sleep(50)
+  }
+  throw new Error(`timed out waiting for ${what}; stderr:\n${run.stderr()}`)
+}
+
+const loginUrl = (run: Run) => /^\s+(http:\/\/\S+\/auth\?\S+)$/m.exec(run.stderr())?.[1]
+const listening = (run: Run) => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(run.stdout())?.[1]
+
+async function stop(run: Run): Promise<void> {
+  if (run.child.exitCode === null) run.child.kill('SIGTERM')
+  const timer = setTimeout(() => run.child.kill('SIGKILL'), 15_000)
+  await run.exited
+  clearTimeout(timer)
+}
+
+describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () => {
+  let idp: Awaited<ReturnType<typeof startLoginProvider>>
+  let upstream: ProtectedResource
+  let home: string
+  const runs: Run[] = []
+  before(async () => {
+    idp = await startLoginProvider()
+    upstream = await startProtectedResource(idp.issuer, AUDIENCE)
+    home = await mkdtemp(join(tmpdir(), 'toolgate-remote-auth-'))
+  })
+  after(async () => {
+    await Promise.all(runs.map(stop))
+    await upstream.close()
+    await idp.close()
+    await rm(home, {recursive: true, force: true})
+  })
+
+  const start = async (extra: string[] = []) => {
+    const run = runProxy(
+      ['remote', '--target-uri', upstream.url, '--port', '0', '--remote-auth', '--remote-auth-issuer', idp.issuer, '--remote-auth-skip-browser',
+        '--remote-auth-callback-port', String(await freePort()), '--remote-auth-resource', AUDIENCE, ...extra],
+      home,
+    )
+    runs.push(run)
+    return run
+  }
+
+  it('logs in once through the printed URL, keeps working across token expiries, and restarts without a login', async () => {
+    const first = await start()
+    const url = await waitFor('the login URL', () => loginUrl(first), first)
+    assert.match(first.stderr(), /Waiting for login \(30s\)…/)
+    const page = await driveLogin(url, {login: 'carol'})
+    assert.equal(page.status, 200)
+    const proxyUrl = await waitFor('the listening line', () => listening(first), first)
+    assert.match(first.stderr(), /Logged in as carol/)
+
+    const statuses: number[] = []
+    const until = Date.now() + 5000
+    while (Date.now() < until) {
+      const res = await fetch(`${proxyUrl}/mcp`)
+      await res.body?.cancel()
+      statuses.push(res.status)
+      await sleep(200)
+    }
+    assert.ok(statuses.every((s) => s === 200), `statuses through the proxy: ${statuses.join(',')}`)
+    await stop(first)
+
+    // The refresh token and the registration were saved: no browser on the next start.
+    const second = await start(['--json'])
+    const proxyUrl2 = await waitFor('the listening line', () => /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(second.stdout())?.[1], second)
+    const events = second.stderr().split('\n').filter((l) => l.includes('"type":"remote_auth"')).map((l) => JSON.parse(l).event)
+    assert.deepEqual(events, ['discovered', 'restored'])
+    const res = await fetch(`${proxyUrl2}/mcp`)
+    assert.equal(res.status, 200)
+    await res.body?.cancel()
+    await stop(second)
+  })
+
+  it('exits non-zero with the server error when the user denies access', async () => {
+    const run = runProxy(
+      ['denied', '--target-uri', upstream.url, '--remote-auth', '--remote-auth-issuer', idp.issuer, '--remote-auth-skip-browser', '--remote-auth-callback-port', String(await freePort())],
+      await mkdtemp(join(home, 'denied-')),
+    )
+    runs.push(run)
+    const url = await waitFor('the login URL', () => loginUrl(run), run)
+    const page = await driveLogin(url, {abort: true})
+    assert.equal(page.status, 400)
+    assert.equal(await run.exited, 77)
+    assert.match(run.stderr(), /Error: authorization failed: access_denied \(End-User aborted interaction\)/)
+    assert.equal(run.stdout(), '', 'the proxy never listened')
+  })
+
+  it('exits non-zero after --remote-auth-timeout with a clear message, releasing the callback port', async () => {
+    const port = await freePort()
+    const run = runProxy(
+      ['slow', '--target-uri', upstream.url, '--remote-auth', '--remote-auth-issuer', idp.issuer, '--remote-auth-skip-browser', '--remote-auth-callback-port', String(port), '--remote-auth-timeout', '1s'],
+      await mkdtemp(join(home, 'slow-')),
+    )
+    runs.push(run)
+    assert.equal(await run.exited, 75)
+    assert.match(run.stderr(), /Error: remote login did not complete within 1s/)
+    const server = createServer()
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => resolve()))
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+
+  it('refuses conflicting flags before doing anything', async () => {
+    const table: Array<[string[], RegExp]> = [
+      [['--remote-auth', '--remote-auth-issuer', idp.issuer, '--remote-auth-authorize-url', `${idp.issuer}/auth`, '--remote-auth-token-url', `${idp.issuer}/token`], /are alternatives/],
+      [['--remote-auth', '--remote-auth-authorize-url', `${idp.issuer}/auth`, '--remote-auth-client-id', 'x'], /--remote-auth-authorize-url needs --remote-auth-token-url/],
+      [['--remote-auth', '--remote-auth-bearer-token', 'abc'], /--remote-auth-bearer-token and --remote-auth are alternatives/],
+      [['--remote-auth-issuer', idp.issuer], /--remote-auth-issuer needs --remote-auth/],
+    ]
+    for (const [flags, message] of table) {
+      const run = runProxy(['conflict', '--target-uri', upstream.url, ...flags], home)
+      runs.push(run)
+      assert.equal(await run.exited, 64, flags.join(' '))
+      assert.match(run.stderr(), message)
+    }
+  })
+})
