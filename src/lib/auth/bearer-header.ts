@@ -12,7 +12,7 @@ const B68TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 
 export const HEADER_DESCRIPTIONS = {
   missing: 'missing bearer token',
-  malformed: 'Authorization header must be "Bearer <token>"',
+  malformed: 'malformed Authorization header (expected: Bearer <token>)',
   multiple: 'multiple Authorization headers',
 } as const
 
