@@ -49,6 +49,8 @@ export default class Proxy extends BaseCommand {
     'remote-forward-headers-secret': Flags.string({
       description: 'Header injected into forwarded requests whose value comes from the secrets store, Name=secret-name (repeatable; overrides --remote-forward-headers of the same name).',
       multiple: true,
+      // One value per occurrence, so a following SERVER_NAME is not swallowed as a second value.
+      multipleNonGreedy: true,
     }),
     'authz-config': Flags.string({
       description: 'Cedar authorization policy file (JSON or YAML), applied after incoming authentication.',

@@ -1,4 +1,4 @@
-import {spawn, spawnSync} from 'node:child_process'
+import {spawn, spawnSync, type ChildProcess} from 'node:child_process'
 import {mkdtemp, rm} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
@@ -50,7 +50,19 @@ function childEnv(home: string, extra: Record<string, string | undefined> = {}):
   return env
 }
 
-export function runCli(args: string[], options: RunCliOptions): Promise<CliResult> {
+export interface CliProcess {
+  child: ChildProcess
+  stdout(): string
+  stderr(): string
+  /** Resolves when stdout has matched `pattern` (rejects if the process exits first or on timeout). */
+  waitForStdout(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>
+  exited: Promise<CliResult>
+  /** Signals the whole process group (bus, keyring daemon and CLI) and waits for the exit. */
+  stop(signal?: NodeJS.Signals): Promise<CliResult>
+}
+
+/** Starts the CLI and returns at once: for long-running commands such as `proxy`. */
+export function spawnCli(args: string[], options: RunCliOptions): CliProcess {
   const env = childEnv(options.home, options.env)
   const [cmd, argv] =
     options.bus === 'keyring'
@@ -69,25 +81,73 @@ export function runCli(args: string[], options: RunCliOptions): Promise<CliResul
           ],
         ]
       : [process.execPath, [DEV_BIN, ...args]]
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd as string, argv as string[], {env, cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'], detached: true})
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
-    const timer = setTimeout(() => {
-      // The whole process group: dbus-run-session, the bus, the keyring daemon and the CLI.
-      if (child.pid) process.kill(-child.pid, 'SIGKILL')
-    }, options.timeoutMs ?? 90_000)
+  const child = spawn(cmd as string, argv as string[], {env, cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'], detached: true})
+  let stdout = ''
+  let stderr = ''
+  const listeners = new Set<() => void>()
+  let done = false
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+    stdout += d
+    for (const l of listeners) l()
+  })
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+  const killGroup = (signal: NodeJS.Signals) => {
+    try {
+      if (child.pid) process.kill(-child.pid, signal)
+    } catch {
+      // already gone
+    }
+  }
+  const timer = setTimeout(() => killGroup('SIGKILL'), options.timeoutMs ?? 90_000)
+  const exited = new Promise<CliResult>((resolve, reject) => {
     child.once('error', (err) => {
       clearTimeout(timer)
+      done = true
       reject(err)
     })
     child.once('close', (code, signal) => {
       clearTimeout(timer)
+      done = true
+      for (const l of listeners) l()
       resolve({code, signal, stdout, stderr})
     })
-    child.stdin.on('error', () => undefined)
-    child.stdin.end(options.stdin ?? '')
   })
+  child.stdin?.on('error', () => undefined)
+  child.stdin?.end(options.stdin ?? '')
+  return {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited,
+    waitForStdout(pattern, timeoutMs = 60_000) {
+      return new Promise((resolve, reject) => {
+        const t = setTimeout(() => finish(new Error(`timed out waiting for ${pattern}; stderr: ${stderr}`)), timeoutMs)
+        const finish = (err?: Error, m?: RegExpMatchArray) => {
+          clearTimeout(t)
+          listeners.delete(check)
+          if (err) reject(err)
+          else resolve(m as RegExpMatchArray)
+        }
+        const check = () => {
+          const m = stdout.match(pattern)
+          if (m) finish(undefined, m)
+          else if (done) finish(new Error(`exited before ${pattern}; stderr: ${stderr}`))
+        }
+        listeners.add(check)
+        check()
+      })
+    },
+    async stop(signal = 'SIGTERM') {
+      killGroup(signal)
+      const t = setTimeout(() => killGroup('SIGKILL'), 10_000)
+      const r = await exited
+      clearTimeout(t)
+      return r
+    },
+  }
+}
+
+/** Runs the CLI to completion. */
+export function runCli(args: string[], options: RunCliOptions): Promise<CliResult> {
+  return spawnCli(args, options).exited
 }
