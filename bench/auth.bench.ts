@@ -11,11 +11,15 @@
 import {rmSync} from 'node:fs'
 import {join} from 'node:path'
 import {parseArgs} from 'node:util'
-import autocannon from 'autocannon'
+import {createRequire} from 'node:module'
 import {createAuthenticator} from '../src/lib/auth/index.ts'
 import {createLogger} from '../src/lib/log/logger.ts'
 import {providerConfigOf, startOidcProvider} from '../test/helpers/oidc-provider.ts'
 import {FIXTURES, startServe, tempDir, writeConfig} from '../test/helpers/serve-process.ts'
+
+// autocannon ships no types; only the fields read here are declared.
+type Autocannon = (opts: Record<string, unknown>) => Promise<{requests: {average: number}; latency: {p99: number}; non2xx: number}>
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 
 const {values} = parseArgs({
   options: {seconds: {type: 'string', default: '5'}, connections: {type: 'string', default: '10'}},
