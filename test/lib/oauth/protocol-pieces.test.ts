@@ -84,6 +84,7 @@ describe('progress rendering', () => {
     sink({event: 'waiting', timeout_ms: 90_000})
     sink({event: 'logged_in', issuer: 'https://i.example', subject: 'ana'})
     sink.stop()
+    // eslint-disable-next-line no-control-regex
     assert.match(tty[0] as string, /^\r\x1b\[2K⠋ Waiting for login \(90s\)…$/)
     assert.equal(tty.at(-1), 'Logged in as ana (https://i.example)\n')
   })

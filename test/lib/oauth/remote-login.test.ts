@@ -8,7 +8,6 @@ import {startRemoteAuth, MemoryTokenStore, remoteAuthOptionsFromFlags} from '../
 import {createOAuthHttp} from '../../../src/lib/oauth/oauth-http.ts'
 import type {RemoteAuthOptions} from '../../../src/lib/oauth/remote-auth-options.ts'
 import {freePort, recordingUser, startLoginProvider, startProtectedResource, type ProtectedResource} from '../../helpers/oidc-login.ts'
-import type {OidcProviderFixture} from '../../helpers/oidc-provider.ts'
 
 const AUDIENCE = 'https://mcp.example.test/mcp'
 const NATIVE = {client_id: 'native-confidential', client_secret: 'native-secret-value-0123456789', secret: 'native-secret-value-0123456789'}
