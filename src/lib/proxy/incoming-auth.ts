@@ -27,6 +27,7 @@ export function oauthConfigFromOidc(oidc: IncomingOidcOptions, resourceUrl: stri
   const provider: ProviderConfig = {
     name: 'oidc',
     issuerUrl: oidc.issuer ?? '',
+    trustConfiguredUrls: true,
     ...(oidc.audience ? {audience: oidc.audience} : {}),
     ...(oidc.jwksUrl ? {jwksUrl: oidc.jwksUrl} : {}),
     ...(oidc.introspectionUrl ? {introspectionUrl: oidc.introspectionUrl} : {}),

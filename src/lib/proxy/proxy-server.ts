@@ -81,7 +81,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
   const origin = config.targetUri.origin
   const authOn = incomingAuthEnabled(config.oidc)
   const authenticator =
-    deps.authenticator ?? (authOn ? createAuthenticator(oauthConfigFromOidc(config.oidc!, config.resourceUrl), {logger: log}) : undefined)
+    deps.authenticator ?? (authOn ? createAuthenticator(oauthConfigFromOidc(config.oidc!, config.resourceUrl), {logger: log, configPath: '--oidc-* flags'}) : undefined)
   const outgoingAuth = Boolean(config.upstreamToken || config.tokenExchange)
   // Fields the proxy replaces or owns toward the target.
   const drop = new Set(['host'])
