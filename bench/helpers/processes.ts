@@ -1,0 +1,101 @@
+/**
+ * Child processes of the benchmark: the bare server and `toolgate serve` from source on the pinned
+ * Node. Each prints one JSON line when listening; every process is killed by `stop()`, and the
+ * benchmark stops them all on exit, even on failure.
+ */
+import {spawn, type ChildProcess} from 'node:child_process'
+import {readFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+export const NODE = join(ROOT, 'node_modules', '.bin', 'node')
+
+export interface Proc {
+  child: ChildProcess
+  ready: Record<string, unknown>
+  stderr(): string
+  stop(): Promise<void>
+}
+
+const live = new Set<ChildProcess>()
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGKILL')
+})
+
+export function start(
+  args: string[],
+  opts: {cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; command?: string} = {},
+): Promise<Proc> {
+  const child = spawn(opts.command ?? NODE, args, {
+    cwd: opts.cwd ?? ROOT,
+    env: opts.env ?? process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  live.add(child)
+  let stdout = ''
+  let stderr = ''
+  const exited = new Promise<void>((resolve) =>
+    child.on('exit', () => {
+      live.delete(child)
+      resolve()
+    }),
+  )
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+    const t = setTimeout(() => child.kill('SIGKILL'), 10_000)
+    await exited
+    clearTimeout(t)
+  }
+  return new Promise((resolve, reject) => {
+    let done = false
+    const fail = (why: string) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      void stop()
+      reject(new Error(`${args.join(' ')}: ${why}\n${stderr.slice(-4000)}`))
+    }
+    const timer = setTimeout(() => fail('not listening in time'), opts.timeoutMs ?? 120_000)
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d
+      if (stderr.length > 1_000_000) stderr = stderr.slice(-100_000)
+    })
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d
+      const nl = stdout.indexOf('\n')
+      if (done || nl < 0) return
+      try {
+        const ready = JSON.parse(stdout.slice(0, nl)) as Record<string, unknown>
+        done = true
+        clearTimeout(timer)
+        resolve({child, ready, stderr: () => stderr, stop})
+      } catch {
+        fail(`unexpected first line: ${stdout.slice(0, nl)}`)
+      }
+    })
+    child.on('exit', (code) => fail(`exited with ${code}`))
+  })
+}
+
+/** Peak resident set size (VmHWM) of a process, in MB (Linux /proc). */
+export function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return m ? Number(m[1]) / 1024 : NaN
+}
+
+/** Polls `url` until it answers 200 (e.g. /readiness), bounded. */
+export async function waitFor200(url: string, timeoutMs: number): Promise<number> {
+  const started = Date.now()
+  for (;;) {
+    try {
+      const r = await fetch(url)
+      await r.arrayBuffer()
+      if (r.status === 200) return Date.now() - started
+    } catch {
+      // not up yet
+    }
+    if (Date.now() - started > timeoutMs) throw new Error(`${url} not 200 within ${timeoutMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 250))
+  }
+}
