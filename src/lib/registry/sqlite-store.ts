@@ -5,7 +5,7 @@ import {ToolgateError} from '../errors.ts'
 import {decodeCursor, encodeCursor} from './cursor.ts'
 import {pickLatest} from './latest.ts'
 import {MIGRATIONS, type Migration} from './migrations.ts'
-import {checkRecord, prepareRecord, type PreparedRecord} from './record.ts'
+import {checkRecord, prepareRecord} from './record.ts'
 import {loadSqlite} from './sqlite-module.ts'
 import {
   OFFICIAL_META_KEY,
@@ -46,31 +46,9 @@ interface EntryRow {
   is_latest: number
 }
 
-interface ExistingRow {
-  id: number
-  name: string
-  version: string
-  content_hash: string
-  status: string
-  published_at: string
-  updated_at: string
-  is_latest: number
-}
-
-interface Planned {
-  rec: PreparedRecord
-  status: OfficialMeta['status']
-  publishedAt: string
-  updatedAt: string
-  isLatest: boolean
-  old: ExistingRow | undefined
-}
-
 const ENTRY_COLUMNS =
   'sv.name AS name, sv.version AS version, sv.server_json AS server_json, sv.status AS status, ' +
   'sv.published_at AS published_at, sv.updated_at AS updated_at, sv.is_latest AS is_latest'
-
-const key = (name: string, version: string) => `${name}\u0000${version}`
 
 export class SqliteRegistryStore implements RegistryStore {
   readonly path: string
@@ -108,6 +86,13 @@ export class SqliteRegistryStore implements RegistryStore {
       db.exec('PRAGMA journal_mode = WAL')
       db.exec('PRAGMA synchronous = NORMAL')
       runMigrations(db, MIGRATIONS)
+      // Per-connection scratch space for replaceSource (not part of the persistent schema).
+      db.exec(
+        'CREATE TEMP TABLE IF NOT EXISTS staging (name TEXT NOT NULL, version TEXT NOT NULL, ' +
+          'server_json TEXT NOT NULL, content_hash TEXT NOT NULL, search_text TEXT NOT NULL, ' +
+          'up_status TEXT, up_published TEXT, up_updated TEXT, up_updated_ms INTEGER, up_latest INTEGER, ' +
+          'PRIMARY KEY (name, version))',
+      )
     } catch (err) {
       throw new ToolgateError(
         'ERR_STORAGE',
@@ -175,121 +160,110 @@ export class SqliteRegistryStore implements RegistryStore {
 
   async replaceSource(
     source: string,
-    servers: ServerJson[],
+    servers: Iterable<ServerJson>,
     now: Date,
     options: ReplaceSourceOptions = {},
   ): Promise<SyncStats> {
     const nowIso = now.toISOString()
+    const nowMs = now.getTime()
     const trust = options.trustOfficialMeta === true
     const stats: SyncStats = {source, versions: 0, added: 0, updated: 0, removed: 0, skipped: 0}
-
-    const existing = new Map<string, ExistingRow>()
-    const rows = this.#stmt(
-      'src_existing',
-      'SELECT id, name, version, content_hash, status, published_at, updated_at, is_latest ' +
-        'FROM source_versions WHERE source = ?',
-    ).all(source) as unknown as ExistingRow[]
-    for (const row of rows) existing.set(key(row.name, row.version), row)
-
-    // Plan every version: carry publishedAt over for versions we already hold, move updatedAt only
-    // when the stored document changed (or when a trusted upstream says so).
-    const planned = new Map<string, Planned>()
-    const byName = new Map<string, Planned[]>()
-    for (const server of servers) {
-      if (checkRecord(server) !== undefined) {
-        stats.skipped = (stats.skipped ?? 0) + 1
-        continue
-      }
-      const rec = prepareRecord(server, trust)
-      const k = key(rec.name, rec.version)
-      if (planned.has(k)) {
-        // First occurrence wins; a source listing one version twice is a data error upstream.
-        stats.skipped = (stats.skipped ?? 0) + 1
-        continue
-      }
-      const old = existing.get(k)
-      const up = rec.official
-      const changed = !old || old.content_hash !== rec.hash
-      const p: Planned = {
-        rec,
-        old,
-        status: up?.status ?? 'active',
-        publishedAt: up?.publishedAt ?? old?.published_at ?? nowIso,
-        updatedAt: up?.updatedAt ?? (changed ? nowIso : (old?.updated_at ?? nowIso)),
-        isLatest: false,
-      }
-      planned.set(k, p)
-      const list = byName.get(rec.name)
-      if (list) list.push(p)
-      else byName.set(rec.name, [p])
-    }
-    for (const versions of byName.values()) markLatest(versions)
-
     const changedNames = new Set<string>()
+    let skipped = 0
+
+    // The incoming records go to a per-connection staging table one at a time, then the diff
+    // against what the source held is done in SQL: memory stays flat whatever the source's size.
     this.#transaction(() => {
-      const del = this.#stmt('sv_del', 'DELETE FROM source_versions WHERE id = ?')
-      for (const [k, row] of existing) {
-        if (planned.has(k)) continue
-        del.run(row.id)
-        stats.removed++
-        changedNames.add(row.name)
-      }
-      const insert = this.#stmt(
-        'sv_ins',
-        'INSERT INTO source_versions (source, name, version, server_json, content_hash, status, ' +
-          'published_at, updated_at, updated_ms, is_latest, search_text) ' +
-          'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      this.#stmt('stg_clear', 'DELETE FROM temp.staging').run()
+      const stage = this.#stmt(
+        'stg_ins',
+        'INSERT OR IGNORE INTO temp.staging (name, version, server_json, content_hash, search_text, ' +
+          'up_status, up_published, up_updated, up_updated_ms, up_latest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       )
-      const update = this.#stmt(
-        'sv_upd',
-        'UPDATE source_versions SET server_json = ?, content_hash = ?, status = ?, published_at = ?, ' +
-          'updated_at = ?, updated_ms = ?, is_latest = ?, search_text = ? WHERE id = ?',
-      )
-      for (const p of planned.values()) {
-        const {rec, old} = p
-        const latest = p.isLatest ? 1 : 0
-        const updatedMs = Date.parse(p.updatedAt)
-        if (!old) {
-          insert.run(
-            source,
-            rec.name,
-            rec.version,
-            rec.json,
-            rec.hash,
-            p.status,
-            p.publishedAt,
-            p.updatedAt,
-            updatedMs,
-            latest,
-            rec.searchText,
-          )
-          stats.added++
-          changedNames.add(rec.name)
+      for (const server of servers) {
+        if (checkRecord(server) !== undefined) {
+          skipped++
           continue
         }
-        const contentChanged = old.content_hash !== rec.hash
-        if (
-          contentChanged ||
-          old.status !== p.status ||
-          old.published_at !== p.publishedAt ||
-          old.updated_at !== p.updatedAt ||
-          old.is_latest !== latest
-        ) {
-          update.run(
-            rec.json,
-            rec.hash,
-            p.status,
-            p.publishedAt,
-            p.updatedAt,
-            updatedMs,
-            latest,
-            rec.searchText,
-            old.id,
-          )
-          if (contentChanged || old.status !== p.status) stats.updated++
-          changedNames.add(rec.name)
-        }
+        const rec = prepareRecord(server, trust)
+        const up = rec.official
+        const r = stage.run(
+          rec.name,
+          rec.version,
+          rec.json,
+          rec.hash,
+          rec.searchText,
+          up?.status ?? null,
+          up?.publishedAt ?? null,
+          up?.updatedAt ?? null,
+          up?.updatedAt ? Date.parse(up.updatedAt) : null,
+          up?.isLatest === undefined ? null : up.isLatest ? 1 : 0,
+        )
+        // First occurrence wins; a source listing one version twice is a data error upstream.
+        if (r.changes === 0) skipped++
+        else stats.versions++
       }
+
+      for (const row of this.#stmt(
+        'diff_removed',
+        'SELECT id, name FROM source_versions sv WHERE sv.source = ? AND NOT EXISTS ' +
+          '(SELECT 1 FROM temp.staging s WHERE s.name = sv.name AND s.version = sv.version)',
+      ).all(source)) {
+        this.#stmt('sv_del', 'DELETE FROM source_versions WHERE id = ?').run(Number(row.id))
+        stats.removed++
+        changedNames.add(String(row.name))
+      }
+
+      // Changed versions: new content, or different upstream-owned metadata.
+      for (const row of this.#stmt(
+        'diff_updated',
+        'SELECT sv.name AS name, (sv.content_hash <> s.content_hash OR ' +
+          "sv.status <> COALESCE(s.up_status, 'active')) AS counted " +
+          'FROM temp.staging s JOIN source_versions sv ' +
+          'ON sv.source = ? AND sv.name = s.name AND sv.version = s.version ' +
+          "WHERE sv.content_hash <> s.content_hash OR sv.status <> COALESCE(s.up_status, 'active') " +
+          'OR (s.up_published IS NOT NULL AND s.up_published <> sv.published_at) ' +
+          'OR (s.up_updated IS NOT NULL AND s.up_updated <> sv.updated_at)',
+      ).all(source)) {
+        if (Number(row.counted) === 1) stats.updated++
+        changedNames.add(String(row.name))
+      }
+      // publishedAt carries over; updatedAt moves only when the document changed (or upstream says).
+      this.#stmt(
+        'sv_upd',
+        'UPDATE source_versions AS sv SET server_json = s.server_json, content_hash = s.content_hash, ' +
+          "status = COALESCE(s.up_status, 'active'), " +
+          'published_at = COALESCE(s.up_published, sv.published_at), ' +
+          'updated_at = COALESCE(s.up_updated, CASE WHEN sv.content_hash <> s.content_hash THEN ? ELSE sv.updated_at END), ' +
+          'updated_ms = COALESCE(s.up_updated_ms, CASE WHEN sv.content_hash <> s.content_hash THEN ? ELSE sv.updated_ms END), ' +
+          'search_text = s.search_text ' +
+          'FROM temp.staging s WHERE sv.source = ? AND sv.name = s.name AND sv.version = s.version AND (' +
+          "sv.content_hash <> s.content_hash OR sv.status <> COALESCE(s.up_status, 'active') " +
+          'OR (s.up_published IS NOT NULL AND s.up_published <> sv.published_at) ' +
+          'OR (s.up_updated IS NOT NULL AND s.up_updated <> sv.updated_at))',
+      ).run(nowIso, nowMs, source)
+
+      for (const row of this.#stmt(
+        'diff_added',
+        'SELECT s.name AS name FROM temp.staging s WHERE NOT EXISTS (SELECT 1 FROM source_versions sv ' +
+          'WHERE sv.source = ? AND sv.name = s.name AND sv.version = s.version)',
+      ).all(source)) {
+        stats.added++
+        changedNames.add(String(row.name))
+      }
+      this.#stmt(
+        'sv_add',
+        'INSERT INTO source_versions (source, name, version, server_json, content_hash, status, ' +
+          'published_at, updated_at, updated_ms, is_latest, search_text) ' +
+          "SELECT ?, s.name, s.version, s.server_json, s.content_hash, COALESCE(s.up_status, 'active'), " +
+          'COALESCE(s.up_published, ?), COALESCE(s.up_updated, ?), COALESCE(s.up_updated_ms, ?), 0, s.search_text ' +
+          'FROM temp.staging s WHERE NOT EXISTS (SELECT 1 FROM source_versions sv ' +
+          'WHERE sv.source = ? AND sv.name = s.name AND sv.version = s.version)',
+      ).run(source, nowIso, nowIso, nowMs, source)
+
+      this.#updateLatest(source, changedNames)
+      this.#stmt('stg_clear', 'DELETE FROM temp.staging').run()
+
       if (changedNames.size === 0) return
       for (const [registry, sources] of this.#registries) {
         if (!sources.includes(source)) continue
@@ -297,7 +271,7 @@ export class SqliteRegistryStore implements RegistryStore {
         else for (const name of changedNames) this.#rebuildName(registry, name)
       }
     })
-    stats.versions = planned.size
+    stats.skipped = skipped
     return stats
   }
 
@@ -480,6 +454,44 @@ export class SqliteRegistryStore implements RegistryStore {
     this.#registries = map
   }
 
+  // isLatest per name of one source, recomputed only for names whose versions changed.
+  #updateLatest(source: string, names: Set<string>): void {
+    if (names.size === 0) return
+    const flips: Array<[number, number]> = []
+    const decide = (group: LatestRow[]) => {
+      const best = chooseLatest(group)
+      for (const v of group) {
+        const want = v === best ? 1 : 0
+        if (v.is_latest !== want) flips.push([v.id, want])
+      }
+    }
+    const select =
+      'SELECT sv.id AS id, sv.name AS name, sv.version AS version, sv.published_at AS published_at, ' +
+      'sv.is_latest AS is_latest, s.up_latest AS up_latest FROM source_versions sv ' +
+      'LEFT JOIN temp.staging s ON s.name = sv.name AND s.version = sv.version WHERE sv.source = ?'
+    if (names.size > FULL_REBUILD_THRESHOLD) {
+      // Walk the whole source in name order, one name's versions in memory at a time.
+      let group: LatestRow[] = []
+      const all = this.#stmt('latest_all', `${select} ORDER BY sv.name`).iterate(source)
+      for (const r of all as Iterable<LatestRow>) {
+        if (group.length > 0 && group[0]?.name !== r.name) {
+          decide(group)
+          group = []
+        }
+        group.push(r)
+      }
+      if (group.length > 0) decide(group)
+    } else {
+      const one = this.#stmt('latest_name', `${select} AND sv.name = ?`)
+      for (const name of names) {
+        const group = one.all(source, name) as unknown as LatestRow[]
+        if (group.length > 0) decide(group)
+      }
+    }
+    const set = this.#stmt('latest_set', 'UPDATE source_versions SET is_latest = ? WHERE id = ?')
+    for (const [id, want] of flips) set.run(want, id)
+  }
+
   // Precedence (contract §1): a name present in several sources of a registry is served, with all
   // its versions, from the source listed first.
   #rebuildRegistry(registry: string): void {
@@ -552,18 +564,22 @@ export function runMigrations(db: DatabaseSync, migrations: readonly Migration[]
   return ran
 }
 
-function markLatest(versions: Planned[]): void {
-  // A trusted upstream that marks exactly one version latest is believed; otherwise our rule.
-  const flagged = versions.filter((v) => v.rec.official?.isLatest === true)
-  const allFlagged = versions.every((v) => typeof v.rec.official?.isLatest === 'boolean')
-  if (allFlagged && flagged.length === 1) {
-    for (const v of versions) v.isLatest = v === flagged[0]
-    return
+interface LatestRow {
+  id: number
+  name: string
+  version: string
+  published_at: string
+  is_latest: number
+  up_latest: number | null
+}
+
+function chooseLatest(group: LatestRow[]): LatestRow | undefined {
+  // A trusted upstream that flags exactly one version of the name is believed; otherwise our rule.
+  if (group.every((v) => v.up_latest !== null)) {
+    const flagged = group.filter((v) => v.up_latest === 1)
+    if (flagged.length === 1) return flagged[0]
   }
-  const best = pickLatest(
-    versions.map((v) => ({version: v.rec.version, publishedAt: v.publishedAt, v})),
-  )
-  for (const v of versions) v.isLatest = v === best?.v
+  return pickLatest(group.map((v) => ({version: v.version, publishedAt: v.published_at, v})))?.v
 }
 
 function toEntry(row: EntryRow): ServerEntry {

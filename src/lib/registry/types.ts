@@ -87,10 +87,13 @@ export interface RegistryStore {
   /** Declares which registries exist and which sources feed them, in order. */
   setRegistries(registries: RegistryDefinition[]): Promise<void>
   hasRegistry(name: string): boolean
-  /** Replaces everything a source holds with `servers` (one transaction), keeping publishedAt of unchanged versions. */
+  /**
+   * Replaces everything a source holds with `servers` (one transaction), keeping publishedAt of
+   * unchanged versions. `servers` is consumed once, in order (a lazy iterable keeps memory flat).
+   */
   replaceSource(
     source: string,
-    servers: ServerJson[],
+    servers: Iterable<ServerJson>,
     now: Date,
     options?: ReplaceSourceOptions,
   ): Promise<SyncStats>

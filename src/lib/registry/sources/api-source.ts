@@ -1,6 +1,6 @@
 import {ToolgateError} from '../../errors.ts'
 import {OFFICIAL_META_KEY, type ServerJson} from '../types.ts'
-import {validateRecords, type InvalidRecord} from './document.ts'
+import {RecordStream} from './document.ts'
 import {fetchText, type FetchLike} from './fetch-text.ts'
 import type {LoadResult, SourceLoader} from './loader.ts'
 import {describeUrl} from './location.ts'
@@ -48,8 +48,8 @@ export class ApiLoader implements SourceLoader {
   }
 
   async load(signal?: AbortSignal): Promise<LoadResult> {
-    const servers: ServerJson[] = []
-    const invalid: InvalidRecord[] = []
+    // Entries are kept as JSON text until the store consumes them: compact, and parsed one by one.
+    const texts: string[] = []
     const seen = new Set<string>()
     let cursor: string | undefined
     for (let page = 0; ; page++) {
@@ -66,11 +66,7 @@ export class ApiLoader implements SourceLoader {
         signal,
       })
       const body = parseListBody(text, `${this.location} (page ${page + 1})`)
-      const offset = servers.length + invalid.length
-      const parsed = validateRecords(body.entries, true)
-      for (const p of parsed.invalid) invalid.push({...p, index: offset + p.index})
-      mergeOfficial(body.entries, parsed.servers)
-      for (const server of parsed.servers) servers.push(server)
+      for (const entry of body.entries) texts.push(JSON.stringify(entry))
       if (body.nextCursor === undefined) break
       if (seen.has(body.nextCursor)) {
         throw new ToolgateError(
@@ -81,7 +77,11 @@ export class ApiLoader implements SourceLoader {
       seen.add(body.nextCursor)
       cursor = body.nextCursor
     }
-    return {servers, invalid, trustOfficialMeta: true}
+    const records = new RecordStream(texts.length, () => texts, {
+      listEntries: true,
+      afterParse: mergeOfficial,
+    })
+    return {records, trustOfficialMeta: true}
   }
 }
 
@@ -119,26 +119,19 @@ export function parseListBody(
 }
 
 /**
- * Moves each entry's official block into the server's `_meta`, where the store reads trusted
+ * Moves the entry's official block into the server's `_meta`, where the store reads trusted
  * upstream metadata from, replacing whatever the server.json itself claimed.
  */
-function mergeOfficial(entries: unknown[], servers: ServerJson[]): void {
-  const byServer = new Map<unknown, unknown>()
-  for (const e of entries) {
-    if (e && typeof e === 'object' && 'server' in e)
-      byServer.set((e as {server: unknown}).server, (e as {_meta?: unknown})._meta)
-  }
-  for (const s of servers) {
-    if (!byServer.has(s)) continue
-    const entryMeta = byServer.get(s)
-    const block =
-      entryMeta && typeof entryMeta === 'object'
-        ? (entryMeta as Record<string, unknown>)[OFFICIAL_META_KEY]
-        : undefined
-    const own = {...(s._meta ?? {})}
-    delete own[OFFICIAL_META_KEY]
-    if (block !== undefined) own[OFFICIAL_META_KEY] = block
-    if (Object.keys(own).length > 0) s._meta = own
-    else delete s._meta
-  }
+function mergeOfficial(record: unknown, entry: unknown): void {
+  const server = record as ServerJson
+  const entryMeta = (entry as {_meta?: unknown})._meta
+  const block =
+    entryMeta && typeof entryMeta === 'object'
+      ? (entryMeta as Record<string, unknown>)[OFFICIAL_META_KEY]
+      : undefined
+  const own = {...(server._meta ?? {})}
+  delete own[OFFICIAL_META_KEY]
+  if (block !== undefined) own[OFFICIAL_META_KEY] = block
+  if (Object.keys(own).length > 0) server._meta = own
+  else delete server._meta
 }

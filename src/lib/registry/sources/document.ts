@@ -1,6 +1,7 @@
 import {ToolgateError} from '../../errors.ts'
 import {checkRecord} from '../record.ts'
 import type {ServerJson} from '../types.ts'
+import {scanJson} from './json-scan.ts'
 
 /**
  * Parses a registry data file (contract §1): either the upstream wrapper
@@ -12,6 +13,9 @@ import type {ServerJson} from '../types.ts'
  * (ERR_SOURCE_LOAD naming the file): serving a half-understood file would silently drop servers.
  * A single bad record is skipped and reported with its index and field, so one typo does not
  * take a whole registry down.
+ *
+ * The whole text is validated first; records are then parsed one at a time as they are consumed
+ * (`RecordStream`), so a large file never exists as one object graph.
  */
 export interface InvalidRecord {
   /** Zero-based position in the servers array. */
@@ -27,10 +31,48 @@ export interface ParsedDocument {
 
 const SHAPE_HINT = 'expected a JSON array of server.json or {"data":{"servers":[…]}}'
 
-export function parseRegistryDocument(text: string, where: string): ParsedDocument {
-  let doc: unknown
+/**
+ * Records parsed lazily from JSON texts, validated one by one while iterated. `invalid` fills up
+ * during iteration. Iterate once.
+ */
+export class RecordStream implements Iterable<ServerJson> {
+  readonly invalid: InvalidRecord[] = []
+  readonly size: number
+  #texts: () => Iterable<string>
+  #listEntries: boolean
+  #afterParse: ((record: unknown, raw: unknown) => void) | undefined
+
+  constructor(
+    size: number,
+    texts: () => Iterable<string>,
+    options: {listEntries?: boolean; afterParse?: (record: unknown, raw: unknown) => void} = {},
+  ) {
+    this.size = size
+    this.#texts = texts
+    this.#listEntries = options.listEntries ?? false
+    this.#afterParse = options.afterParse
+  }
+
+  *[Symbol.iterator](): Iterator<ServerJson> {
+    let index = 0
+    for (const text of this.#texts()) {
+      const item: unknown = JSON.parse(text)
+      const checked = checkItem(item, index, this.#listEntries)
+      if ('problem' in checked) this.invalid.push(checked.problem)
+      else {
+        this.#afterParse?.(checked.record, item)
+        yield checked.record
+      }
+      index++
+    }
+  }
+}
+
+/** Validates the document and returns its records as a lazy stream. */
+export function streamRegistryDocument(text: string, where: string): RecordStream {
+  let scan
   try {
-    doc = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
+    scan = scanJson(text, ['data', 'servers'])
   } catch (err) {
     throw new ToolgateError(
       'ERR_SOURCE_LOAD',
@@ -40,50 +82,45 @@ export function parseRegistryDocument(text: string, where: string): ParsedDocume
       },
     )
   }
-  let list: unknown
-  if (Array.isArray(doc)) {
-    list = doc
-  } else if (doc && typeof doc === 'object') {
-    const data = (doc as {data?: unknown}).data
-    list = data && typeof data === 'object' ? (data as {servers?: unknown}).servers : undefined
-    if (!Array.isArray(list))
-      throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: data.servers: ${SHAPE_HINT}`)
-  } else {
-    throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: ${SHAPE_HINT}`)
-  }
-  return validateRecords(list as unknown[], false)
+  if (scan.root === 'other') throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: ${SHAPE_HINT}`)
+  const ranges = scan.elements
+  if (!ranges) throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: data.servers: ${SHAPE_HINT}`)
+  return new RecordStream(ranges.length, function* () {
+    for (const [start, end] of ranges) yield text.slice(start, end)
+  })
 }
 
-/**
- * Validates records one by one. With `listEntries`, each element must be `{server, _meta}` (the
- * API list body); otherwise a bare server.json or such an entry is accepted.
- */
-export function validateRecords(list: unknown[], listEntries: boolean): ParsedDocument {
-  const servers: ServerJson[] = []
-  const invalid: InvalidRecord[] = []
-  list.forEach((item, index) => {
-    let record = item
-    const isEntry =
-      item !== null &&
-      typeof item === 'object' &&
-      !Array.isArray(item) &&
-      'server' in item &&
-      !('name' in item)
-    if (isEntry) record = (item as {server: unknown}).server
-    else if (listEntries) {
-      invalid.push({index, field: 'server', reason: 'must be an object holding a server.json'})
-      return
-    }
-    const problem = checkRecord(record)
-    if (problem) {
-      invalid.push({
+/** Eager form of `streamRegistryDocument` (small documents, tests). */
+export function parseRegistryDocument(text: string, where: string): ParsedDocument {
+  const stream = streamRegistryDocument(text, where)
+  const servers = [...stream]
+  return {servers, invalid: stream.invalid}
+}
+
+function checkItem(
+  item: unknown,
+  index: number,
+  listEntries: boolean,
+): {record: ServerJson} | {problem: InvalidRecord} {
+  const isEntry =
+    item !== null &&
+    typeof item === 'object' &&
+    !Array.isArray(item) &&
+    'server' in item &&
+    !('name' in item)
+  if (!isEntry && listEntries) {
+    return {problem: {index, field: 'server', reason: 'must be an object holding a server.json'}}
+  }
+  const record = isEntry ? (item as {server: unknown}).server : item
+  const problem = checkRecord(record)
+  if (problem) {
+    return {
+      problem: {
         index,
         field: isEntry ? `server.${problem.field}` : problem.field,
         reason: problem.reason,
-      })
-      return
+      },
     }
-    servers.push(record as ServerJson)
-  })
-  return {servers, invalid}
+  }
+  return {record: record as ServerJson}
 }

@@ -1,6 +1,6 @@
 import {readFile} from 'node:fs/promises'
 import {ToolgateError} from '../../errors.ts'
-import {parseRegistryDocument} from './document.ts'
+import {streamRegistryDocument} from './document.ts'
 import {fetchText, type FetchLike} from './fetch-text.ts'
 import type {LoadResult, SourceLoader} from './loader.ts'
 import {describeUrl} from './location.ts'
@@ -28,7 +28,7 @@ export class FilePathLoader implements SourceLoader {
         cause: err,
       })
     }
-    return {...parseRegistryDocument(text, this.path), trustOfficialMeta: false}
+    return {records: streamRegistryDocument(text, this.path), trustOfficialMeta: false}
   }
 }
 
@@ -60,6 +60,6 @@ export class FileUrlLoader implements SourceLoader {
       maxBytes: MAX_DOCUMENT_BYTES,
       signal,
     })
-    return {...parseRegistryDocument(text, this.location), trustOfficialMeta: false}
+    return {records: streamRegistryDocument(text, this.location), trustOfficialMeta: false}
   }
 }

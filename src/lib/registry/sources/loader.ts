@@ -1,10 +1,9 @@
-import type {ServerJson} from '../types.ts'
-import type {InvalidRecord} from './document.ts'
+import type {RecordStream} from './document.ts'
 
 /** What one load of a source produced, before the name filter is applied. */
 export interface LoadResult {
-  servers: ServerJson[]
-  invalid: InvalidRecord[]
+  /** Validated lazily while iterated; invalid records collect in `records.invalid`. */
+  records: RecordStream
   /** Whether the records' official `_meta` comes from an upstream registry we trust (api sources). */
   trustOfficialMeta: boolean
 }

@@ -280,12 +280,21 @@ export class SourceSyncer {
     try {
       const loaded = await loader.load(this.#abort.signal)
       if (this.#stopped) return
-      const kept = loaded.servers.filter((s) => state.filter(s.name))
+      const {records} = loaded
+      let filteredOut = 0
+      const filter = state.filter
+      // Lazy: records are parsed, validated and filtered one by one as the store consumes them.
+      const kept = (function* () {
+        for (const s of records) {
+          if (filter(s.name)) yield s
+          else filteredOut++
+        }
+      })()
       const result = await this.#store.replaceSource(config.name, kept, this.#now(), {
         trustOfficialMeta: loaded.trustOfficialMeta,
       })
-      const invalid = loaded.invalid.length + (result.skipped ?? 0)
-      for (const bad of loaded.invalid.slice(0, MAX_INVALID_LOGGED)) {
+      const invalid = records.invalid.length + (result.skipped ?? 0)
+      for (const bad of records.invalid.slice(0, MAX_INVALID_LOGGED)) {
         this.#log.warn('registry record skipped', {
           source: config.name,
           location: loader.location,
@@ -303,7 +312,7 @@ export class SourceSyncer {
         lastError: undefined,
         versions: result.versions,
         invalidRecords: invalid,
-        filteredOut: loaded.servers.length - kept.length,
+        filteredOut,
       })
       stats.syncs++
       this.#log.info('registry source synced', {

@@ -1,0 +1,158 @@
+/**
+ * A validating JSON scanner (RFC 8259 grammar) that builds no values: it checks a whole document
+ * and returns the text ranges of the elements of one array inside it. A registry file of 100,000
+ * versions is ~60 MB of text but several hundred MB as one object graph; scanning first and
+ * parsing one element at a time keeps serve's peak memory near the size of the text.
+ */
+export class JsonScanError extends Error {
+  readonly offset: number
+  constructor(message: string, offset: number) {
+    super(`${message} at offset ${offset}`)
+    this.offset = offset
+  }
+}
+
+/** A path step: an object key to descend into. */
+export type ScanPath = readonly string[]
+
+export interface ScanResult {
+  /** Type of the root value. */
+  root: 'object' | 'array' | 'other'
+  /** [start, end) of each element of the array found at `path` (undefined when not found). */
+  elements: Array<[number, number]> | undefined
+  /** Type of the value found at `path`, when found. */
+  target: 'array' | 'other' | undefined
+}
+
+const NUMBER_RE = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y
+
+/**
+ * Scans `text`; collects the element ranges of the root array, or of the array that `path` leads to
+ * through objects. Throws JsonScanError (or RangeError for absurd nesting) on invalid JSON.
+ */
+export function scanJson(text: string, path: ScanPath): ScanResult {
+  let i = 0
+  const n = text.length
+  let elements: Array<[number, number]> | undefined
+  let target: ScanResult['target']
+
+  const ws = () => {
+    while (i < n) {
+      const c = text.charCodeAt(i)
+      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++
+      else break
+    }
+  }
+  const fail = (what: string): never => {
+    throw new JsonScanError(i >= n ? 'unexpected end of JSON' : what, i)
+  }
+  const string = (): string | undefined => {
+    // Returns the decoded key only when it is short and escape-free (we compare keys, not values).
+    const start = ++i
+    let plain = true
+    while (i < n) {
+      const c = text.charCodeAt(i)
+      if (c === 0x22) {
+        i++
+        return plain ? text.slice(start, i - 1) : undefined
+      }
+      if (c < 0x20) fail('control character in string')
+      if (c === 0x5c) {
+        plain = false
+        const e = text.charCodeAt(i + 1)
+        if (e === 0x75) {
+          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) fail('bad \\u escape')
+          i += 6
+        } else if ('"\\/bfnrt'.includes(text[i + 1] ?? '')) i += 2
+        else fail('bad escape')
+      } else i++
+    }
+    return fail('unterminated string')
+  }
+  const value = (depth: number, collect: boolean): void => {
+    ws()
+    const c = text.charCodeAt(i)
+    if (c === 0x7b) {
+      i++
+      ws()
+      if (text.charCodeAt(i) === 0x7d) {
+        i++
+        return
+      }
+      for (;;) {
+        ws()
+        if (text.charCodeAt(i) !== 0x22) fail('expected a string key')
+        const key = string()
+        ws()
+        if (text.charCodeAt(i) !== 0x3a) fail('expected ":"')
+        i++
+        const follow = collect && depth < path.length && key === path[depth]
+        if (follow && depth + 1 === path.length) {
+          ws()
+          target = text.charCodeAt(i) === 0x5b ? 'array' : 'other'
+          if (target === 'array') {
+            elements = []
+            array(depth + 1, elements)
+          } else value(depth + 1, false)
+        } else value(depth + 1, follow)
+        ws()
+        const d = text.charCodeAt(i)
+        if (d === 0x2c) i++
+        else if (d === 0x7d) {
+          i++
+          return
+        } else fail('expected "," or "}"')
+      }
+    }
+    if (c === 0x5b) return array(depth, undefined)
+    if (c === 0x22) {
+      string()
+      return
+    }
+    if (text.startsWith('true', i)) i += 4
+    else if (text.startsWith('false', i)) i += 5
+    else if (text.startsWith('null', i)) i += 4
+    else {
+      NUMBER_RE.lastIndex = i
+      if (!NUMBER_RE.test(text)) fail('unexpected character')
+      i = NUMBER_RE.lastIndex
+    }
+  }
+  const array = (depth: number, out: Array<[number, number]> | undefined): void => {
+    i++ // [
+    ws()
+    if (text.charCodeAt(i) === 0x5d) {
+      i++
+      return
+    }
+    for (;;) {
+      ws()
+      const start = i
+      value(depth + 1, false)
+      out?.push([start, i])
+      ws()
+      const d = text.charCodeAt(i)
+      if (d === 0x2c) i++
+      else if (d === 0x5d) {
+        i++
+        return
+      } else fail('expected "," or "]"')
+    }
+  }
+
+  if (text.charCodeAt(0) === 0xfeff) i = 1
+  ws()
+  const first = text.charCodeAt(i)
+  const root: ScanResult['root'] = first === 0x7b ? 'object' : first === 0x5b ? 'array' : 'other'
+  // A root array is itself the list (plain-array format), whatever `path` says.
+  if (root === 'array') {
+    elements = []
+    target = 'array'
+    array(0, elements)
+  } else {
+    value(0, root === 'object')
+  }
+  ws()
+  if (i < n) fail('unexpected text after the JSON value')
+  return {root, elements, target}
+}
