@@ -1,7 +1,14 @@
 import {after, describe, it} from 'node:test'
 import assert from 'node:assert/strict'
 import {startRecordingUpstream, type RecordingUpstream} from '../helpers/mcp-upstream.ts'
-import {freshHome, keyringToolsAvailable, runCli, spawnCli, type CliProcess, type RunCliOptions} from '../helpers/keyring-session.ts'
+import {
+  freshHome,
+  keyringToolsAvailable,
+  runCli,
+  spawnCli,
+  type CliProcess,
+  type RunCliOptions,
+} from '../helpers/keyring-session.ts'
 
 /**
  * `toolgate proxy --remote-forward-headers-secret Name=secret-name`: a secret stored with
@@ -14,12 +21,18 @@ after(async () => {
   for (const c of cleanups.reverse()) await c()
 })
 
-async function setup(mode: RunCliOptions['bus']): Promise<{upstream: RecordingUpstream; opts: RunCliOptions}> {
+async function setup(
+  mode: RunCliOptions['bus'],
+): Promise<{upstream: RecordingUpstream; opts: RunCliOptions}> {
   const {home, cleanup} = await freshHome()
   cleanups.push(cleanup)
   const upstream = await startRecordingUpstream()
   cleanups.push(() => upstream.close())
-  const opts: RunCliOptions = {home, bus: mode, env: {TOOLGATE_SECRETS_PASSWORD: 'proxy-test-password'}}
+  const opts: RunCliOptions = {
+    home,
+    bus: mode,
+    env: {TOOLGATE_SECRETS_PASSWORD: 'proxy-test-password'},
+  }
   if (mode === 'keyring') {
     const s = await runCli(['secret', 'setup'], opts)
     assert.equal(s.code, 0, s.stderr)
@@ -30,8 +43,14 @@ async function setup(mode: RunCliOptions['bus']): Promise<{upstream: RecordingUp
   return {upstream, opts}
 }
 
-async function startProxy(args: string[], opts: RunCliOptions): Promise<{proxy: CliProcess; url: string}> {
-  const proxy = spawnCli(['proxy', 'secret-test', ...args, '--debug'], {...opts, timeoutMs: 120_000})
+async function startProxy(
+  args: string[],
+  opts: RunCliOptions,
+): Promise<{proxy: CliProcess; url: string}> {
+  const proxy = spawnCli(['proxy', 'secret-test', ...args, '--debug'], {
+    ...opts,
+    timeoutMs: 120_000,
+  })
   cleanups.push(() => proxy.stop())
   const m = await proxy.waitForStdout(/listening on (http:\/\/127\.0\.0\.1:\d+)/)
   return {proxy, url: m[1] as string}
@@ -39,50 +58,64 @@ async function startProxy(args: string[], opts: RunCliOptions): Promise<{proxy: 
 
 const modes: Array<[RunCliOptions['bus'], string | false]> = [
   ['none', false],
-  ['keyring', keyringToolsAvailable() ? false : 'dbus-run-session / gnome-keyring-daemon not installed'],
+  [
+    'keyring',
+    keyringToolsAvailable() ? false : 'dbus-run-session / gnome-keyring-daemon not installed',
+  ],
 ]
 
 for (const [mode, skip] of modes) {
-  describe(`proxy header injection from a secret (${mode === 'keyring' ? 'OS keyring' : 'CI shell, env password'})`, {skip}, () => {
-    it('injects the secret, overriding a plaintext header and the client value, and never logs it', async () => {
-      const {upstream, opts} = await setup(mode)
-      const {proxy, url} = await startProxy(
-        [
-          '--target-uri',
-          upstream.url,
-          '--remote-forward-headers',
-          'X-Api-Key=plaintext-loses',
-          '--remote-forward-headers',
-          'X-Tenant=acme',
-          '--remote-forward-headers-secret',
-          'X-Api-Key=upstream-api-key',
-        ],
-        opts,
-      )
-      const res = await fetch(`${url}/mcp`, {
-        method: 'POST',
-        headers: {'content-type': 'application/json', 'x-api-key': 'client-sent'},
-        body: JSON.stringify({jsonrpc: '2.0', id: 1, method: 'ping'}),
-        signal: AbortSignal.timeout(30_000),
+  describe(
+    `proxy header injection from a secret (${mode === 'keyring' ? 'OS keyring' : 'CI shell, env password'})`,
+    {skip},
+    () => {
+      it('injects the secret, overriding a plaintext header and the client value, and never logs it', async () => {
+        const {upstream, opts} = await setup(mode)
+        const {proxy, url} = await startProxy(
+          [
+            '--target-uri',
+            upstream.url,
+            '--remote-forward-headers',
+            'X-Api-Key=plaintext-loses',
+            '--remote-forward-headers',
+            'X-Tenant=acme',
+            '--remote-forward-headers-secret',
+            'X-Api-Key=upstream-api-key',
+          ],
+          opts,
+        )
+        const res = await fetch(`${url}/mcp`, {
+          method: 'POST',
+          headers: {'content-type': 'application/json', 'x-api-key': 'client-sent'},
+          body: JSON.stringify({jsonrpc: '2.0', id: 1, method: 'ping'}),
+          signal: AbortSignal.timeout(30_000),
+        })
+        assert.equal(res.status, 200)
+        await res.arrayBuffer()
+        const seen = await upstream.waitForRequest(1)
+        assert.equal(seen.headers['x-api-key'], CANARY)
+        assert.equal(seen.headers['x-tenant'], 'acme')
+        const {stdout, stderr} = await proxy.stop()
+        assert.ok(stderr.length > 0, 'expected --debug output to inspect')
+        assert.equal(stdout.includes(CANARY), false, 'secret in stdout')
+        assert.equal(stderr.includes(CANARY), false, 'secret in a log line')
       })
-      assert.equal(res.status, 200)
-      await res.arrayBuffer()
-      const seen = await upstream.waitForRequest(1)
-      assert.equal(seen.headers['x-api-key'], CANARY)
-      assert.equal(seen.headers['x-tenant'], 'acme')
-      const {stdout, stderr} = await proxy.stop()
-      assert.ok(stderr.length > 0, 'expected --debug output to inspect')
-      assert.equal(stdout.includes(CANARY), false, 'secret in stdout')
-      assert.equal(stderr.includes(CANARY), false, 'secret in a log line')
-    })
-  })
+    },
+  )
 }
 
 describe('proxy startup with a missing header secret', () => {
   it('exits non-zero naming the header and the secret, before listening', async () => {
     const {upstream, opts} = await setup('none')
     const r = await runCli(
-      ['proxy', '--target-uri', upstream.url, '--remote-forward-headers-secret', 'X-Api-Key=no-such-secret', 'secret-test'],
+      [
+        'proxy',
+        '--target-uri',
+        upstream.url,
+        '--remote-forward-headers-secret',
+        'X-Api-Key=no-such-secret',
+        'secret-test',
+      ],
       opts,
     )
     assert.equal(r.code, 66)

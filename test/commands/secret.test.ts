@@ -2,7 +2,12 @@ import {after, before, describe, it} from 'node:test'
 import assert from 'node:assert/strict'
 import {readFile, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
-import {freshHome, keyringToolsAvailable, runCli, type CliResult} from '../helpers/keyring-session.ts'
+import {
+  freshHome,
+  keyringToolsAvailable,
+  runCli,
+  type CliResult,
+} from '../helpers/keyring-session.ts'
 
 /**
  * `toolgate secret …` end to end, one process per command as a user runs it: the real OS keyring
@@ -25,50 +30,68 @@ const ok = (r: CliResult, what: string) => assert.equal(r.code, 0, `${what} fail
 
 const hasKeyring = keyringToolsAvailable()
 
-describe('secret commands with the real OS keyring', {skip: hasKeyring ? false : 'dbus-run-session / gnome-keyring-daemon not installed'}, () => {
-  let h: string
-  before(async () => {
-    h = await home()
-  })
+describe(
+  'secret commands with the real OS keyring',
+  {skip: hasKeyring ? false : 'dbus-run-session / gnome-keyring-daemon not installed'},
+  () => {
+    let h: string
+    before(async () => {
+      h = await home()
+    })
 
-  it('setup stores the master password in the keyring', async () => {
-    const r = await runCli(['secret', 'setup', '--json'], {home: h, bus: 'keyring', env: ENV_PW})
-    ok(r, 'setup')
-    const result = JSON.parse(r.stdout)
-    assert.equal(result.provider, 'encrypted')
-    assert.equal(result.store, 'created')
-    assert.equal(result.keyring, true)
-  })
+    it('setup stores the master password in the keyring', async () => {
+      const r = await runCli(['secret', 'setup', '--json'], {home: h, bus: 'keyring', env: ENV_PW})
+      ok(r, 'setup')
+      const result = JSON.parse(r.stdout)
+      assert.equal(result.provider, 'encrypted')
+      assert.equal(result.store, 'created')
+      assert.equal(result.keyring, true)
+    })
 
-  it('set and get in new processes need no TOOLGATE_SECRETS_PASSWORD (the keyring supplies it)', async () => {
-    ok(await runCli(['secret', 'set', 'desk-token'], {home: h, bus: 'keyring', stdin: 'desk-value\n'}), 'set')
-    const r = await runCli(['secret', 'get', 'desk-token'], {home: h, bus: 'keyring'})
-    ok(r, 'get')
-    assert.equal(r.stdout, 'desk-value\n')
-    assert.doesNotMatch(r.stderr, /keyring unavailable/i)
-  })
+    it('set and get in new processes need no TOOLGATE_SECRETS_PASSWORD (the keyring supplies it)', async () => {
+      ok(
+        await runCli(['secret', 'set', 'desk-token'], {
+          home: h,
+          bus: 'keyring',
+          stdin: 'desk-value\n',
+        }),
+        'set',
+      )
+      const r = await runCli(['secret', 'get', 'desk-token'], {home: h, bus: 'keyring'})
+      ok(r, 'get')
+      assert.equal(r.stdout, 'desk-value\n')
+      assert.doesNotMatch(r.stderr, /keyring unavailable/i)
+    })
 
-  it('without the keyring session and without a password the same store cannot be opened', async () => {
-    const r = await runCli(['secret', 'get', 'desk-token'], {home: h, bus: 'none'})
-    assert.equal(r.code, 69)
-    assert.match(r.stderr, /TOOLGATE_SECRETS_PASSWORD is not set/)
-  })
+    it('without the keyring session and without a password the same store cannot be opened', async () => {
+      const r = await runCli(['secret', 'get', 'desk-token'], {home: h, bus: 'none'})
+      assert.equal(r.code, 69)
+      assert.match(r.stderr, /TOOLGATE_SECRETS_PASSWORD is not set/)
+    })
 
-  it('the password from the keyring and TOOLGATE_SECRETS_PASSWORD open the same file', async () => {
-    const r = await runCli(['secret', 'get', 'desk-token'], {home: h, bus: 'none', env: ENV_PW})
-    ok(r, 'get with env password')
-    assert.equal(r.stdout, 'desk-value\n')
-  })
+    it('the password from the keyring and TOOLGATE_SECRETS_PASSWORD open the same file', async () => {
+      const r = await runCli(['secret', 'get', 'desk-token'], {home: h, bus: 'none', env: ENV_PW})
+      ok(r, 'get with env password')
+      assert.equal(r.stdout, 'desk-value\n')
+    })
 
-  it('setup with a different password for an existing store is refused and saves nothing', async () => {
-    const before = await readFile(secretsFile(h))
-    const r = await runCli(['secret', 'setup'], {home: h, bus: 'keyring', env: {TOOLGATE_SECRETS_PASSWORD: 'another-password'}})
-    assert.equal(r.code, 77)
-    assert.match(r.stderr, /wrong password/)
-    assert.deepEqual(await readFile(secretsFile(h)), before)
-    ok(await runCli(['secret', 'get', 'desk-token'], {home: h, bus: 'keyring'}), 'get after refused setup')
-  })
-})
+    it('setup with a different password for an existing store is refused and saves nothing', async () => {
+      const before = await readFile(secretsFile(h))
+      const r = await runCli(['secret', 'setup'], {
+        home: h,
+        bus: 'keyring',
+        env: {TOOLGATE_SECRETS_PASSWORD: 'another-password'},
+      })
+      assert.equal(r.code, 77)
+      assert.match(r.stderr, /wrong password/)
+      assert.deepEqual(await readFile(secretsFile(h)), before)
+      ok(
+        await runCli(['secret', 'get', 'desk-token'], {home: h, bus: 'keyring'}),
+        'get after refused setup',
+      )
+    })
+  },
+)
 
 describe('secret commands in a CI shell (no session bus)', () => {
   let h: string
@@ -77,7 +100,12 @@ describe('secret commands in a CI shell (no session bus)', () => {
   })
 
   it('falls back to TOOLGATE_SECRETS_PASSWORD and says so', async () => {
-    const set = await runCli(['secret', 'set', 'ci-token'], {home: h, bus: 'none', env: ENV_PW, stdin: 'ci-value'})
+    const set = await runCli(['secret', 'set', 'ci-token'], {
+      home: h,
+      bus: 'none',
+      env: ENV_PW,
+      stdin: 'ci-value',
+    })
     ok(set, 'set')
     assert.match(set.stderr, /OS keyring unavailable .*using TOOLGATE_SECRETS_PASSWORD/)
     const get = await runCli(['secret', 'get', 'ci-token'], {home: h, bus: 'none', env: ENV_PW})
@@ -97,11 +125,16 @@ describe('secret commands in a CI shell (no session bus)', () => {
     assert.equal((await stat(file)).mode & 0o777, 0o600)
     assert.equal((await stat(join(file, '..'))).mode & 0o777, 0o700)
     const bytes = await readFile(file)
-    for (const needle of ['ci-value', 'ci-token', PASSWORD]) assert.equal(bytes.includes(Buffer.from(needle)), false, needle)
+    for (const needle of ['ci-value', 'ci-token', PASSWORD])
+      assert.equal(bytes.includes(Buffer.from(needle)), false, needle)
   })
 
   it('get --json prints {name, value}; list prints names only', async () => {
-    const get = await runCli(['secret', 'get', 'ci-token', '--json'], {home: h, bus: 'none', env: ENV_PW})
+    const get = await runCli(['secret', 'get', 'ci-token', '--json'], {
+      home: h,
+      bus: 'none',
+      env: ENV_PW,
+    })
     assert.deepEqual(JSON.parse(get.stdout), {name: 'ci-token', value: 'ci-value'})
     const list = await runCli(['secret', 'list', '--json'], {home: h, bus: 'none', env: ENV_PW})
     assert.deepEqual(JSON.parse(list.stdout), ['ci-token'])
@@ -110,19 +143,55 @@ describe('secret commands in a CI shell (no session bus)', () => {
   })
 
   it('strips exactly one trailing newline from stdin', async () => {
-    ok(await runCli(['secret', 'set', 'multi'], {home: h, bus: 'none', env: ENV_PW, stdin: 'line1\nline2\n\n'}), 'set')
-    const r = await runCli(['secret', 'get', 'multi', '--json'], {home: h, bus: 'none', env: ENV_PW})
+    ok(
+      await runCli(['secret', 'set', 'multi'], {
+        home: h,
+        bus: 'none',
+        env: ENV_PW,
+        stdin: 'line1\nline2\n\n',
+      }),
+      'set',
+    )
+    const r = await runCli(['secret', 'get', 'multi', '--json'], {
+      home: h,
+      bus: 'none',
+      env: ENV_PW,
+    })
     assert.equal(JSON.parse(r.stdout).value, 'line1\nline2\n')
   })
 
   const failures: Array<[string, string[], string | undefined, number, RegExp]> = [
     ['get of a missing secret', ['secret', 'get', 'absent'], undefined, 66, /"absent" not found/],
-    ['delete of a missing secret', ['secret', 'delete', 'absent'], undefined, 66, /"absent" not found/],
+    [
+      'delete of a missing secret',
+      ['secret', 'delete', 'absent'],
+      undefined,
+      66,
+      /"absent" not found/,
+    ],
     ['an invalid name', ['secret', 'set', 'bad name'], 'v', 64, /invalid secret name/],
     ['an empty value', ['secret', 'set', 'empty'], '\n', 64, /value is empty/],
-    ['set of a reserved name', ['secret', 'set', '__toolgate/oauth/x'], 'v', 64, /reserved namespace/],
-    ['get of a reserved name', ['secret', 'get', '__toolgate/oauth/x'], undefined, 64, /reserved namespace/],
-    ['delete of a reserved name', ['secret', 'delete', '__toolgate/oauth/x'], undefined, 64, /reserved namespace/],
+    [
+      'set of a reserved name',
+      ['secret', 'set', '__toolgate/oauth/x'],
+      'v',
+      64,
+      /reserved namespace/,
+    ],
+    [
+      'get of a reserved name',
+      ['secret', 'get', '__toolgate/oauth/x'],
+      undefined,
+      64,
+      /reserved namespace/,
+    ],
+    [
+      'delete of a reserved name',
+      ['secret', 'delete', '__toolgate/oauth/x'],
+      undefined,
+      64,
+      /reserved namespace/,
+    ],
   ]
   for (const [label, args, stdin, code, message] of failures) {
     it(`exits ${code} for ${label}`, async () => {
@@ -133,12 +202,31 @@ describe('secret commands in a CI shell (no session bus)', () => {
   }
 
   it('manages reserved names only with --system, and list hides them', async () => {
-    ok(await runCli(['secret', 'set', '__toolgate/oauth/x', '--system'], {home: h, bus: 'none', env: ENV_PW, stdin: 'sys'}), 'set --system')
+    ok(
+      await runCli(['secret', 'set', '__toolgate/oauth/x', '--system'], {
+        home: h,
+        bus: 'none',
+        env: ENV_PW,
+        stdin: 'sys',
+      }),
+      'set --system',
+    )
     const list = await runCli(['secret', 'list', '--json'], {home: h, bus: 'none', env: ENV_PW})
     assert.equal(JSON.parse(list.stdout).includes('__toolgate/oauth/x'), false)
-    const all = await runCli(['secret', 'list', '--json', '--system'], {home: h, bus: 'none', env: ENV_PW})
+    const all = await runCli(['secret', 'list', '--json', '--system'], {
+      home: h,
+      bus: 'none',
+      env: ENV_PW,
+    })
     assert.equal(JSON.parse(all.stdout).includes('__toolgate/oauth/x'), true)
-    ok(await runCli(['secret', 'delete', '__toolgate/oauth/x', '--system'], {home: h, bus: 'none', env: ENV_PW}), 'delete --system')
+    ok(
+      await runCli(['secret', 'delete', '__toolgate/oauth/x', '--system'], {
+        home: h,
+        bus: 'none',
+        env: ENV_PW,
+      }),
+      'delete --system',
+    )
   })
 
   it('deletes a secret', async () => {
@@ -148,7 +236,12 @@ describe('secret commands in a CI shell (no session bus)', () => {
   })
 
   it('never takes the value from argv', async () => {
-    const r = await runCli(['secret', 'set', 'argv-name', 'argv-value'], {home: h, bus: 'none', env: ENV_PW, stdin: 'v'})
+    const r = await runCli(['secret', 'set', 'argv-name', 'argv-value'], {
+      home: h,
+      bus: 'none',
+      env: ENV_PW,
+      stdin: 'v',
+    })
     assert.notEqual(r.code, 0)
   })
 })
@@ -157,7 +250,15 @@ describe('damaged file and wrong password', () => {
   let h: string
   before(async () => {
     h = await home()
-    ok(await runCli(['secret', 'set', 'keep'], {home: h, bus: 'none', env: ENV_PW, stdin: 'kept-value'}), 'set')
+    ok(
+      await runCli(['secret', 'set', 'keep'], {
+        home: h,
+        bus: 'none',
+        env: ENV_PW,
+        stdin: 'kept-value',
+      }),
+      'set',
+    )
   })
 
   it('a wrong password is a clear error (exit 77) and the file is untouched, even by set', async () => {
@@ -182,7 +283,12 @@ describe('damaged file and wrong password', () => {
     const get = await runCli(['secret', 'get', 'keep'], {home: h, bus: 'none', env: ENV_PW})
     assert.equal(get.code, 65)
     assert.match(get.stderr, /damaged \(integrity check failed\)/)
-    const set = await runCli(['secret', 'set', 'other'], {home: h, bus: 'none', env: ENV_PW, stdin: 'v'})
+    const set = await runCli(['secret', 'set', 'other'], {
+      home: h,
+      bus: 'none',
+      env: ENV_PW,
+      stdin: 'v',
+    })
     assert.equal(set.code, 65)
     assert.deepEqual(await readFile(file), bytes)
     assert.equal((await stat(file)).mtimeMs, mtime)
@@ -195,7 +301,13 @@ describe('concurrent writers', () => {
     const h = await home()
     const results = await Promise.all(
       Array.from({length: 20}, (_, i) =>
-        runCli(['secret', 'set', `parallel-${i}`], {home: h, bus: 'none', env: ENV_PW, stdin: `value-${i}`, timeoutMs: 240_000}),
+        runCli(['secret', 'set', `parallel-${i}`], {
+          home: h,
+          bus: 'none',
+          env: ENV_PW,
+          stdin: `value-${i}`,
+          timeoutMs: 240_000,
+        }),
       ),
     )
     results.forEach((r, i) => ok(r, `set parallel-${i}`))
@@ -210,12 +322,20 @@ describe('concurrent writers', () => {
 describe('environment provider', () => {
   it('setup --provider environment makes get read TOOLGATE_SECRET_<NAME> and set refuse (exit 73)', async () => {
     const h = await home()
-    ok(await runCli(['secret', 'setup', '--provider', 'environment'], {home: h, bus: 'none'}), 'setup')
+    ok(
+      await runCli(['secret', 'setup', '--provider', 'environment'], {home: h, bus: 'none'}),
+      'setup',
+    )
     const env = {TOOLGATE_SECRET_GITHUB_TOKEN: 'from-env'}
     const get = await runCli(['secret', 'get', 'github-token'], {home: h, bus: 'none', env})
     ok(get, 'get')
     assert.equal(get.stdout, 'from-env\n')
-    const set = await runCli(['secret', 'set', 'github-token'], {home: h, bus: 'none', env, stdin: 'v'})
+    const set = await runCli(['secret', 'set', 'github-token'], {
+      home: h,
+      bus: 'none',
+      env,
+      stdin: 'v',
+    })
     assert.equal(set.code, 73)
     assert.match(set.stderr, /read-only/)
     assert.equal((await stat(join(h, '.config', 'toolgate', 'secrets.json'))).mode & 0o777, 0o600)

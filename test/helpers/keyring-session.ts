@@ -45,7 +45,11 @@ export async function freshHome(): Promise<{home: string; cleanup: () => Promise
 
 /** A clean environment: nothing from the test runner's keyring, XDG or TOOLGATE_* settings leaks in. */
 function childEnv(home: string, extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8'}
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: home,
+    LANG: 'C.UTF-8',
+  }
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v
   return env
 }
@@ -81,7 +85,12 @@ export function spawnCli(args: string[], options: RunCliOptions): CliProcess {
           ],
         ]
       : [process.execPath, [DEV_BIN, ...args]]
-  const child = spawn(cmd as string, argv as string[], {env, cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'], detached: true})
+  const child = spawn(cmd as string, argv as string[], {
+    env,
+    cwd: REPO_ROOT,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+  })
   let stdout = ''
   let stderr = ''
   const listeners = new Set<() => void>()
@@ -121,7 +130,10 @@ export function spawnCli(args: string[], options: RunCliOptions): CliProcess {
     exited,
     waitForStdout(pattern, timeoutMs = 60_000) {
       return new Promise((resolve, reject) => {
-        const t = setTimeout(() => finish(new Error(`timed out waiting for ${pattern}; stderr: ${stderr}`)), timeoutMs)
+        const t = setTimeout(
+          () => finish(new Error(`timed out waiting for ${pattern}; stderr: ${stderr}`)),
+          timeoutMs,
+        )
         const finish = (err?: Error, m?: RegExpMatchArray) => {
           clearTimeout(t)
           listeners.delete(check)

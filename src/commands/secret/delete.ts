@@ -8,7 +8,10 @@ export default class SecretDelete extends BaseCommand {
   static override examples = ['<%= config.bin %> secret delete github-token']
   static override args = {name: Args.string({description: 'Secret name.', required: true})}
   static override flags = {
-    system: Flags.boolean({description: "Allow a name in toolgate's reserved namespace (__toolgate/…).", default: false}),
+    system: Flags.boolean({
+      description: "Allow a name in toolgate's reserved namespace (__toolgate/…).",
+      default: false,
+    }),
   }
 
   async run(): Promise<void> {
@@ -16,7 +19,10 @@ export default class SecretDelete extends BaseCommand {
     const store = await openSecretStore({logger: this.makeLogger(flags)})
     const deleted = await store.delete(args.name, {system: flags.system})
     if (!deleted) {
-      throw new ToolgateError('ERR_SECRET_NOT_FOUND', `secret "${args.name}" not found in the ${store.provider} secrets store`)
+      throw new ToolgateError(
+        'ERR_SECRET_NOT_FOUND',
+        `secret "${args.name}" not found in the ${store.provider} secrets store`,
+      )
     }
     this.emit(flags.json, `Secret ${args.name} deleted`, {name: args.name, deleted: true})
   }

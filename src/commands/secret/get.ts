@@ -3,11 +3,18 @@ import {BaseCommand} from '../base-command.ts'
 import {openSecretStore} from '../../lib/secrets/index.ts'
 
 export default class SecretGet extends BaseCommand {
-  static override description = 'Print the value of a secret on stdout (with --json: {"name","value"}).'
-  static override examples = ['<%= config.bin %> secret get github-token', '<%= config.bin %> secret get github-token --json']
+  static override description =
+    'Print the value of a secret on stdout (with --json: {"name","value"}).'
+  static override examples = [
+    '<%= config.bin %> secret get github-token',
+    '<%= config.bin %> secret get github-token --json',
+  ]
   static override args = {name: Args.string({description: 'Secret name.', required: true})}
   static override flags = {
-    system: Flags.boolean({description: "Allow a name in toolgate's reserved namespace (__toolgate/…).", default: false}),
+    system: Flags.boolean({
+      description: "Allow a name in toolgate's reserved namespace (__toolgate/…).",
+      default: false,
+    }),
   }
 
   async run(): Promise<void> {

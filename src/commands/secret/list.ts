@@ -3,10 +3,17 @@ import {BaseCommand} from '../base-command.ts'
 import {openSecretStore} from '../../lib/secrets/index.ts'
 
 export default class SecretList extends BaseCommand {
-  static override description = 'List secret names (never values), one per line; --json prints a JSON array.'
-  static override examples = ['<%= config.bin %> secret list', '<%= config.bin %> secret list --json']
+  static override description =
+    'List secret names (never values), one per line; --json prints a JSON array.'
+  static override examples = [
+    '<%= config.bin %> secret list',
+    '<%= config.bin %> secret list --json',
+  ]
   static override flags = {
-    system: Flags.boolean({description: "Include toolgate's reserved names (__toolgate/…).", default: false}),
+    system: Flags.boolean({
+      description: "Include toolgate's reserved names (__toolgate/…).",
+      default: false,
+    }),
   }
 
   async run(): Promise<void> {

@@ -7,12 +7,15 @@ export default class SecretSet extends BaseCommand {
   static override description =
     'Store a secret. The value is read from stdin (one trailing newline is stripped) or a hidden prompt on a terminal; never from the command line.'
   static override examples = [
-    "printf '%s' \"$TOKEN\" | <%= config.bin %> secret set github-token",
+    'printf \'%s\' "$TOKEN" | <%= config.bin %> secret set github-token',
     '<%= config.bin %> secret set github-token   # prompts without echo',
   ]
   static override args = {name: Args.string({description: 'Secret name.', required: true})}
   static override flags = {
-    system: Flags.boolean({description: "Allow a name in toolgate's reserved namespace (__toolgate/…).", default: false}),
+    system: Flags.boolean({
+      description: "Allow a name in toolgate's reserved namespace (__toolgate/…).",
+      default: false,
+    }),
   }
 
   async run(): Promise<void> {
@@ -21,9 +24,15 @@ export default class SecretSet extends BaseCommand {
     // Refuse a bad name or a read-only provider before asking for a value nobody can store.
     store.assertWritable(args.name, {system: flags.system})
     const value = process.stdin.isTTY
-      ? stripOneNewline(await promptHidden(`Value for ${args.name}: `, process.stdin, process.stderr))
+      ? stripOneNewline(
+          await promptHidden(`Value for ${args.name}: `, process.stdin, process.stderr),
+        )
       : await readPipedValue(process.stdin)
     await store.set(args.name, value, {system: flags.system})
-    this.emit(flags.json, `Secret ${args.name} saved (${store.provider})`, {name: args.name, provider: store.provider, saved: true})
+    this.emit(flags.json, `Secret ${args.name} saved (${store.provider})`, {
+      name: args.name,
+      provider: store.provider,
+      saved: true,
+    })
   }
 }

@@ -1,6 +1,11 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
-import {PROVIDER_NAMES, promptNewPassword, setupSecrets, type ProviderName} from '../../lib/secrets/index.ts'
+import {
+  PROVIDER_NAMES,
+  promptNewPassword,
+  setupSecrets,
+  type ProviderName,
+} from '../../lib/secrets/index.ts'
 
 export default class SecretSetup extends BaseCommand {
   static override description =
@@ -11,7 +16,11 @@ export default class SecretSetup extends BaseCommand {
     '<%= config.bin %> secret setup --provider environment',
   ]
   static override flags = {
-    provider: Flags.string({description: 'Where secrets live.', options: [...PROVIDER_NAMES], default: 'encrypted'}),
+    provider: Flags.string({
+      description: 'Where secrets live.',
+      options: [...PROVIDER_NAMES],
+      default: 'encrypted',
+    }),
   }
 
   async run(): Promise<void> {

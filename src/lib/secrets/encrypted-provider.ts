@@ -55,11 +55,17 @@ export function encryptedProvider(options: EncryptedProviderOptions): SecretProv
       return await readFile(file)
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-      throw new ToolgateError('ERR_FILE_UNREADABLE', `cannot read secrets file ${file}: ${(err as Error).message}`, {cause: err})
+      throw new ToolgateError(
+        'ERR_FILE_UNREADABLE',
+        `cannot read secrets file ${file}: ${(err as Error).message}`,
+        {cause: err},
+      )
     }
   }
 
-  const load = async (): Promise<{secrets: SecretMap; salt: Buffer; kdf: KdfParams; keys: DerivedKeys} | undefined> => {
+  const load = async (): Promise<
+    {secrets: SecretMap; salt: Buffer; kdf: KdfParams; keys: DerivedKeys} | undefined
+  > => {
     const raw = await readRaw()
     if (!raw) return undefined
     const parsed = parseFile(raw, file)
@@ -74,10 +80,19 @@ export function encryptedProvider(options: EncryptedProviderOptions): SecretProv
         let current = await load()
         if (!current) {
           const salt = newSalt()
-          current = {secrets: Object.create(null) as SecretMap, salt, kdf: kdfForNew, keys: await keysFor(salt, kdfForNew)}
+          current = {
+            secrets: Object.create(null) as SecretMap,
+            salt,
+            kdf: kdfForNew,
+            keys: await keysFor(salt, kdfForNew),
+          }
         }
         if (!change(current.secrets)) return false
-        await atomicWriteFile(file, encryptFile(current.secrets, current.keys, current.salt, current.kdf), {mode: 0o600, dirMode: 0o700})
+        await atomicWriteFile(
+          file,
+          encryptFile(current.secrets, current.keys, current.salt, current.kdf),
+          {mode: 0o600, dirMode: 0o700},
+        )
         return true
       },
       options.lock,
@@ -136,7 +151,11 @@ export async function verifyOrCreateEncryptedFile(
       }
       const salt = newSalt()
       const kdf = options.kdf ?? DEFAULT_KDF
-      await atomicWriteFile(file, encryptFile({}, await deriveKeys(password, salt, kdf), salt, kdf), {mode: 0o600, dirMode: 0o700})
+      await atomicWriteFile(
+        file,
+        encryptFile({}, await deriveKeys(password, salt, kdf), salt, kdf),
+        {mode: 0o600, dirMode: 0o700},
+      )
       created = true
     },
     options.lock,

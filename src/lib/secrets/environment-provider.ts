@@ -23,12 +23,16 @@ export function environmentProvider(env: NodeJS.ProcessEnv): SecretProvider {
       return v === undefined || v === '' ? undefined : v
     },
     async list() {
-      return Object.keys(env)
-        .filter((k) => k.startsWith(ENV_SECRET_PREFIX) && k.length > ENV_SECRET_PREFIX.length && env[k])
-        .map((k) => k.slice(ENV_SECRET_PREFIX.length))
-        // `TOOLGATE_SECRET__…` could only map to a reserved name; those are never listed.
-        .filter((n) => /^[A-Z0-9]/.test(n))
-        .sort()
+      return (
+        Object.keys(env)
+          .filter(
+            (k) => k.startsWith(ENV_SECRET_PREFIX) && k.length > ENV_SECRET_PREFIX.length && env[k],
+          )
+          .map((k) => k.slice(ENV_SECRET_PREFIX.length))
+          // `TOOLGATE_SECRET__…` could only map to a reserved name; those are never listed.
+          .filter((n) => /^[A-Z0-9]/.test(n))
+          .sort()
+      )
     },
     async set() {
       throw readOnlyError()

@@ -1,4 +1,12 @@
-import {createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, scrypt, timingSafeEqual} from 'node:crypto'
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  randomBytes,
+  scrypt,
+  timingSafeEqual,
+} from 'node:crypto'
 import {ToolgateError} from '../errors.ts'
 
 /**
@@ -56,7 +64,10 @@ export interface ParsedFile {
 export type SecretMap = Record<string, string>
 
 function corrupt(file: string, why: string): ToolgateError {
-  return new ToolgateError('ERR_SECRET_CORRUPT', `secrets file ${file} is damaged (${why}); it was left untouched`)
+  return new ToolgateError(
+    'ERR_SECRET_CORRUPT',
+    `secrets file ${file} is damaged (${why}); it was left untouched`,
+  )
 }
 
 export function checkKdfParams(kdf: KdfParams, where = 'kdf'): void {
@@ -69,7 +80,11 @@ export function checkKdfParams(kdf: KdfParams, where = 'kdf'): void {
   }
 }
 
-export async function deriveKeys(password: string, salt: Buffer, kdf: KdfParams): Promise<DerivedKeys> {
+export async function deriveKeys(
+  password: string,
+  salt: Buffer,
+  kdf: KdfParams,
+): Promise<DerivedKeys> {
   const N = 2 ** kdf.log2N
   const maxmem = 128 * N * kdf.r * kdf.p + 16 * 1024 * 1024
   const out = await new Promise<Buffer>((resolve, reject) =>
@@ -124,10 +139,15 @@ export function decryptFile(parsed: ParsedFile, keys: DerivedKeys, file: string)
   }
   let plain: Buffer
   try {
-    const decipher = createDecipheriv('aes-256-gcm', keys.encKey, parsed.nonce, {authTagLength: TAG_LEN})
+    const decipher = createDecipheriv('aes-256-gcm', keys.encKey, parsed.nonce, {
+      authTagLength: TAG_LEN,
+    })
     decipher.setAAD(parsed.header)
     decipher.setAuthTag(parsed.body.subarray(parsed.body.length - TAG_LEN))
-    plain = Buffer.concat([decipher.update(parsed.body.subarray(0, parsed.body.length - TAG_LEN)), decipher.final()])
+    plain = Buffer.concat([
+      decipher.update(parsed.body.subarray(0, parsed.body.length - TAG_LEN)),
+      decipher.final(),
+    ])
   } catch {
     throw corrupt(file, 'integrity check failed')
   }
@@ -138,7 +158,12 @@ export function decryptFile(parsed: ParsedFile, keys: DerivedKeys, file: string)
     throw corrupt(file, 'content is not JSON')
   }
   const secrets = (doc as {v?: unknown; secrets?: unknown})?.secrets
-  if ((doc as {v?: unknown})?.v !== 1 || typeof secrets !== 'object' || secrets === null || Array.isArray(secrets)) {
+  if (
+    (doc as {v?: unknown})?.v !== 1 ||
+    typeof secrets !== 'object' ||
+    secrets === null ||
+    Array.isArray(secrets)
+  ) {
     throw corrupt(file, 'unexpected content')
   }
   const out: SecretMap = Object.create(null)
@@ -155,7 +180,12 @@ export function newSalt(): Buffer {
 }
 
 /** Serialises the whole file with a fresh nonce (never reused under one key). */
-export function encryptFile(secrets: SecretMap, keys: DerivedKeys, salt: Buffer, kdf: KdfParams): Buffer {
+export function encryptFile(
+  secrets: SecretMap,
+  keys: DerivedKeys,
+  salt: Buffer,
+  kdf: KdfParams,
+): Buffer {
   const header = Buffer.alloc(HEADER_LEN)
   MAGIC.copy(header, 0)
   header[8] = VERSION
@@ -167,12 +197,21 @@ export function encryptFile(secrets: SecretMap, keys: DerivedKeys, salt: Buffer,
   verifierFor(keys, header).copy(header, OFF_VERIFIER)
   randomBytes(NONCE_LEN).copy(header, OFF_NONCE)
   checksum(header).copy(header, OFF_CHECKSUM)
-  const cipher = createCipheriv('aes-256-gcm', keys.encKey, header.subarray(OFF_NONCE, OFF_NONCE + NONCE_LEN), {
-    authTagLength: TAG_LEN,
-  })
+  const cipher = createCipheriv(
+    'aes-256-gcm',
+    keys.encKey,
+    header.subarray(OFF_NONCE, OFF_NONCE + NONCE_LEN),
+    {
+      authTagLength: TAG_LEN,
+    },
+  )
   cipher.setAAD(header)
   const sorted: SecretMap = {}
   for (const k of Object.keys(secrets).sort()) sorted[k] = secrets[k] as string
-  const body = Buffer.concat([cipher.update(JSON.stringify({v: 1, secrets: sorted}), 'utf8'), cipher.final(), cipher.getAuthTag()])
+  const body = Buffer.concat([
+    cipher.update(JSON.stringify({v: 1, secrets: sorted}), 'utf8'),
+    cipher.final(),
+    cipher.getAuthTag(),
+  ])
   return Buffer.concat([header, body])
 }

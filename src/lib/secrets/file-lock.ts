@@ -43,7 +43,11 @@ function processAlive(pid: number): boolean {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-export async function withFileLock<T>(path: string, fn: () => Promise<T>, options: FileLockOptions = {}): Promise<T> {
+export async function withFileLock<T>(
+  path: string,
+  fn: () => Promise<T>,
+  options: FileLockOptions = {},
+): Promise<T> {
   const release = await acquireFileLock(path, options)
   try {
     return await fn()
@@ -52,7 +56,10 @@ export async function withFileLock<T>(path: string, fn: () => Promise<T>, option
   }
 }
 
-export async function acquireFileLock(path: string, options: FileLockOptions = {}): Promise<() => Promise<void>> {
+export async function acquireFileLock(
+  path: string,
+  options: FileLockOptions = {},
+): Promise<() => Promise<void>> {
   const timeoutMs = options.timeoutMs ?? 60_000
   const staleMs = options.staleMs ?? 30_000
   const pollMs = options.pollMs ?? 25
@@ -74,7 +81,11 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
       }
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-        throw new ToolgateError('ERR_STORAGE', `cannot create lock file ${path}: ${(err as Error).message}`, {cause: err})
+        throw new ToolgateError(
+          'ERR_STORAGE',
+          `cannot create lock file ${path}: ${(err as Error).message}`,
+          {cause: err},
+        )
       }
     }
     const holder = await inspect(path)
@@ -92,7 +103,9 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
   }
 }
 
-async function inspect(path: string): Promise<{text: string; info: LockInfo | undefined; mtimeMs: number} | undefined> {
+async function inspect(
+  path: string,
+): Promise<{text: string; info: LockInfo | undefined; mtimeMs: number} | undefined> {
   try {
     const [text, st] = await Promise.all([readFile(path, 'utf8'), stat(path)])
     return {text, info: parseLock(text), mtimeMs: st.mtimeMs}

@@ -15,7 +15,11 @@ export function parseHeaderSecretSpec(spec: string, where = HEADER_SECRET_FLAG):
   const eq = spec.indexOf('=')
   const header = eq < 0 ? '' : spec.slice(0, eq).trim()
   const secret = eq < 0 ? '' : spec.slice(eq + 1).trim()
-  if (!header || !secret) throw new ToolgateError('ERR_USAGE', `${where}: expected Name=secret-name, got ${JSON.stringify(spec)}`)
+  if (!header || !secret)
+    throw new ToolgateError(
+      'ERR_USAGE',
+      `${where}: expected Name=secret-name, got ${JSON.stringify(spec)}`,
+    )
   return {header, secret}
 }
 
@@ -40,10 +44,16 @@ export async function resolveForwardHeaderSecrets(
       value = await store.require(secret)
     } catch (err) {
       if (!isToolgateError(err)) throw err
-      throw new ToolgateError(err.code, `${at} ${header}=${secret}: ${err.message}`, {cause: err, details: err.details})
+      throw new ToolgateError(err.code, `${at} ${header}=${secret}: ${err.message}`, {
+        cause: err,
+        details: err.details,
+      })
     }
     if ([...value].some((c) => c !== '\t' && isControl(c))) {
-      throw new ToolgateError('ERR_USAGE', `${at} ${header}=${secret}: the secret's value contains CR, LF or control characters`)
+      throw new ToolgateError(
+        'ERR_USAGE',
+        `${at} ${header}=${secret}: the secret's value contains CR, LF or control characters`,
+      )
     }
     out.set(name, {name, value: value.trim()})
   }
@@ -51,7 +61,10 @@ export async function resolveForwardHeaderSecrets(
 }
 
 /** Headers from secrets replace plaintext `--remote-forward-headers` of the same (case-insensitive) name. */
-export function overrideForwardHeaders(plain: readonly InjectedHeader[], fromSecrets: readonly InjectedHeader[]): InjectedHeader[] {
+export function overrideForwardHeaders(
+  plain: readonly InjectedHeader[],
+  fromSecrets: readonly InjectedHeader[],
+): InjectedHeader[] {
   const merged = new Map<string, InjectedHeader>()
   for (const h of plain) merged.set(h.name.toLowerCase(), h)
   for (const h of fromSecrets) merged.set(h.name.toLowerCase(), h)

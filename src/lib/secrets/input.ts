@@ -14,7 +14,8 @@ export async function readPipedValue(input: NodeJS.ReadableStream): Promise<stri
   for await (const chunk of input) {
     const buf = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer)
     size += buf.length
-    if (size > MAX_VALUE_BYTES + 2) throw new ToolgateError('ERR_USAGE', `secret value is larger than ${MAX_VALUE_BYTES} bytes`)
+    if (size > MAX_VALUE_BYTES + 2)
+      throw new ToolgateError('ERR_USAGE', `secret value is larger than ${MAX_VALUE_BYTES} bytes`)
     chunks.push(buf)
   }
   return stripOneNewline(Buffer.concat(chunks).toString('utf8'))
@@ -35,7 +36,11 @@ export interface TtyInput extends NodeJS.ReadableStream {
  * Asks for a line without echoing it (the terminal is put in raw mode; Backspace edits, Ctrl-C and
  * Ctrl-D cancel). The prompt goes to `output` (stderr), so stdout stays clean for scripts.
  */
-export function promptHidden(question: string, input: TtyInput, output: NodeJS.WritableStream): Promise<string> {
+export function promptHidden(
+  question: string,
+  input: TtyInput,
+  output: NodeJS.WritableStream,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     let value = ''
     output.write(question)
@@ -52,7 +57,8 @@ export function promptHidden(question: string, input: TtyInput, output: NodeJS.W
     const onData = (chunk: Buffer | string) => {
       for (const ch of chunk.toString('utf8')) {
         if (ch === '\r' || ch === '\n') return done()
-        if (ch === '\u0003' || ch === '\u0004') return done(new ToolgateError('ERR_USAGE', 'cancelled'))
+        if (ch === '\u0003' || ch === '\u0004')
+          return done(new ToolgateError('ERR_USAGE', 'cancelled'))
         if (ch === '\u007f' || ch === '\b') value = [...value].slice(0, -1).join('')
         else if (ch >= ' ') value += ch
       }
@@ -62,8 +68,15 @@ export function promptHidden(question: string, input: TtyInput, output: NodeJS.W
 }
 
 /** Hidden prompt twice; a mismatch is an error rather than a silently mistyped master password. */
-export async function promptNewPassword(input: TtyInput, output: NodeJS.WritableStream): Promise<string> {
-  const first = await promptHidden('Master password for the toolgate secrets store: ', input, output)
+export async function promptNewPassword(
+  input: TtyInput,
+  output: NodeJS.WritableStream,
+): Promise<string> {
+  const first = await promptHidden(
+    'Master password for the toolgate secrets store: ',
+    input,
+    output,
+  )
   const second = await promptHidden('Repeat the master password: ', input, output)
   if (first !== second) throw new ToolgateError('ERR_USAGE', 'the two passwords differ')
   return first

@@ -32,7 +32,11 @@ interface AsyncEntryLike {
 }
 
 type KeyringModule = {
-  AsyncEntry: new (service: string, account: string, options?: {linux?: {store?: string}}) => AsyncEntryLike
+  AsyncEntry: new (
+    service: string,
+    account: string,
+    options?: {linux?: {store?: string}},
+  ) => AsyncEntryLike
 }
 
 function unavailable(reason: string, cause?: unknown): ToolgateError {
@@ -69,12 +73,18 @@ export function osKeyring(options: OsKeyringOptions = {}): KeyringBackend {
     return entry
   }
 
-  const call = async <T>(what: string, fn: (e: AsyncEntryLike, signal: AbortSignal) => Promise<T>): Promise<T> => {
+  const call = async <T>(
+    what: string,
+    fn: (e: AsyncEntryLike, signal: AbortSignal) => Promise<T>,
+  ): Promise<T> => {
     const e = await open()
     const signal = AbortSignal.timeout(timeoutMs)
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(unavailable(`${what} timed out after ${timeoutMs} ms`)), timeoutMs)
+      timer = setTimeout(
+        () => reject(unavailable(`${what} timed out after ${timeoutMs} ms`)),
+        timeoutMs,
+      )
       timer.unref()
     })
     try {

@@ -47,7 +47,10 @@ export function validateSecretName(name: string, options: {system?: boolean} = {
     return
   }
   if (name.length > MAX_NAME_LENGTH) {
-    throw new ToolgateError('ERR_USAGE', `secret name is ${name.length} characters long; the limit is ${MAX_NAME_LENGTH}`)
+    throw new ToolgateError(
+      'ERR_USAGE',
+      `secret name is ${name.length} characters long; the limit is ${MAX_NAME_LENGTH}`,
+    )
   }
   if (!USER_NAME.test(name)) {
     throw new ToolgateError(

@@ -83,11 +83,17 @@ export async function setupSecrets(options: SetupOptions): Promise<SetupResult> 
     )
   }
   if (password.length < MIN_PASSWORD_LENGTH) {
-    throw new ToolgateError('ERR_USAGE', `the master password must be at least ${MIN_PASSWORD_LENGTH} characters long`)
+    throw new ToolgateError(
+      'ERR_USAGE',
+      `the master password must be at least ${MIN_PASSWORD_LENGTH} characters long`,
+    )
   }
 
   const file = secretsFile(paths)
-  const outcome = await verifyOrCreateEncryptedFile(file, password, {kdf: options.kdf, lock: options.lock})
+  const outcome = await verifyOrCreateEncryptedFile(file, password, {
+    kdf: options.kdf,
+    lock: options.lock,
+  })
 
   let stored = source === 'keyring'
   if (keyring && !stored && !keyringProblem) {
@@ -100,8 +106,18 @@ export async function setupSecrets(options: SetupOptions): Promise<SetupResult> 
     }
   }
   if (!stored) {
-    logger.warn(`${keyringProblem}; the master password was not saved, so set ${PASSWORD_ENV} whenever toolgate reads secrets`)
+    logger.warn(
+      `${keyringProblem}; the master password was not saved, so set ${PASSWORD_ENV} whenever toolgate reads secrets`,
+    )
   }
   await writeProviderChoice(paths.config, 'encrypted')
-  return {provider: 'encrypted', configFile, file, store: outcome, passwordSource: source, keyring: stored, keyringProblem}
+  return {
+    provider: 'encrypted',
+    configFile,
+    file,
+    store: outcome,
+    passwordSource: source,
+    keyring: stored,
+    keyringProblem,
+  }
 }

@@ -51,7 +51,8 @@ export async function openSecretStore(options: OpenSecretStoreOptions = {}): Pro
           kdf: options.kdf,
           lock: options.lock,
           password: async () =>
-            (await resolveSecretsPassword({env, keyring: options.keyring ?? osKeyring(), logger})).password,
+            (await resolveSecretsPassword({env, keyring: options.keyring ?? osKeyring(), logger}))
+              .password,
         })
   return storeOver(provider, file)
 }
@@ -69,9 +70,13 @@ export function storeOver(provider: SecretProvider, file?: string): SecretStore 
     async require(name, opts = {}) {
       const value = await store.get(name, opts)
       if (value === undefined) {
-        throw new ToolgateError('ERR_SECRET_NOT_FOUND', `secret "${name}" not found in the ${provider.name} secrets store`, {
-          details: {name},
-        })
+        throw new ToolgateError(
+          'ERR_SECRET_NOT_FOUND',
+          `secret "${name}" not found in the ${provider.name} secrets store`,
+          {
+            details: {name},
+          },
+        )
       }
       return value
     },

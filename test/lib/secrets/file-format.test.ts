@@ -15,7 +15,10 @@ import {isToolgateError} from '../../../src/lib/errors.ts'
 const KDF: KdfParams = {log2N: 10, r: 8, p: 1}
 const FILE = '/tmp/secrets.enc'
 
-async function sealed(password = 'correct horse', secrets: Record<string, string> = {api: 's3cr3t-value'}) {
+async function sealed(
+  password = 'correct horse',
+  secrets: Record<string, string> = {api: 's3cr3t-value'},
+) {
   const salt = newSalt()
   const keys = await deriveKeys(password, salt, KDF)
   return encryptFile(secrets, keys, salt, KDF)
@@ -53,7 +56,9 @@ describe('encrypted secrets file format', () => {
 
   it('reports a wrong password as ERR_SECRET_LOCKED, not as damage', async () => {
     const bytes = await sealed('correct horse')
-    await assert.rejects(open(bytes, 'battery staple'), (err) => isToolgateError(err, 'ERR_SECRET_LOCKED'))
+    await assert.rejects(open(bytes, 'battery staple'), (err) =>
+      isToolgateError(err, 'ERR_SECRET_LOCKED'),
+    )
   })
 
   // Every region of the file: a single flipped bit is always caught, and as damage.
@@ -79,7 +84,9 @@ describe('encrypted secrets file format', () => {
 
   it('reports a truncated file as ERR_SECRET_CORRUPT', async () => {
     const bytes = await sealed()
-    await assert.rejects(open(bytes.subarray(0, 50)), (err) => isToolgateError(err, 'ERR_SECRET_CORRUPT'))
+    await assert.rejects(open(bytes.subarray(0, 50)), (err) =>
+      isToolgateError(err, 'ERR_SECRET_CORRUPT'),
+    )
   })
 
   it('names the file but never a secret in its errors', async () => {

@@ -73,7 +73,9 @@ describe('file lock', () => {
     const lock = join(dir, 'x.lock')
     const release = await acquireFileLock(lock)
     try {
-      await assert.rejects(acquireFileLock(lock, {timeoutMs: 200}), (err) => isToolgateError(err, 'ERR_SECRET_BUSY'))
+      await assert.rejects(acquireFileLock(lock, {timeoutMs: 200}), (err) =>
+        isToolgateError(err, 'ERR_SECRET_BUSY'),
+      )
     } finally {
       await release()
     }

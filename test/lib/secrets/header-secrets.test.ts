@@ -1,18 +1,28 @@
 import {describe, it} from 'node:test'
 import assert from 'node:assert/strict'
 import {isToolgateError} from '../../../src/lib/errors.ts'
-import {openSecretStore, overrideForwardHeaders, resolveForwardHeaderSecrets} from '../../../src/lib/secrets/index.ts'
+import {
+  openSecretStore,
+  overrideForwardHeaders,
+  resolveForwardHeaderSecrets,
+} from '../../../src/lib/secrets/index.ts'
 
 // The environment provider is the real provider for containers; it makes these tests need no files.
 const store = () =>
   openSecretStore({
     provider: 'environment',
-    env: {TOOLGATE_SECRET_API_KEY: 'HEADER-CANARY', TOOLGATE_SECRET_BAD: 'a\r\nInjected: 1', TOOLGATE_SECRET_TABBED: 'a\tb'},
+    env: {
+      TOOLGATE_SECRET_API_KEY: 'HEADER-CANARY',
+      TOOLGATE_SECRET_BAD: 'a\r\nInjected: 1',
+      TOOLGATE_SECRET_TABBED: 'a\tb',
+    },
   })
 
 describe('--remote-forward-headers-secret resolution', () => {
   it('resolves Name=secret-name to a lower-case header with the secret value', async () => {
-    assert.deepEqual(await resolveForwardHeaderSecrets(['X-Api-Key=api-key'], await store()), [{name: 'x-api-key', value: 'HEADER-CANARY'}])
+    assert.deepEqual(await resolveForwardHeaderSecrets(['X-Api-Key=api-key'], await store()), [
+      {name: 'x-api-key', value: 'HEADER-CANARY'},
+    ])
   })
 
   it('overrides a plaintext header of the same name, case-insensitively', () => {
@@ -32,7 +42,8 @@ describe('--remote-forward-headers-secret resolution', () => {
   it('names the header and the secret when the secret is missing', async () => {
     await assert.rejects(
       resolveForwardHeaderSecrets(['X-Api-Key=missing-one'], await store()),
-      (err) => isToolgateError(err, 'ERR_SECRET_NOT_FOUND') && /X-Api-Key=missing-one/.test(err.message),
+      (err) =>
+        isToolgateError(err, 'ERR_SECRET_NOT_FOUND') && /X-Api-Key=missing-one/.test(err.message),
     )
   })
 
@@ -46,17 +57,23 @@ describe('--remote-forward-headers-secret resolution', () => {
   ]
   for (const [label, spec] of refused) {
     it(`refuses ${label} at startup`, async () => {
-      await assert.rejects(resolveForwardHeaderSecrets([spec], await store()), (err) => isToolgateError(err, 'ERR_USAGE'))
+      await assert.rejects(resolveForwardHeaderSecrets([spec], await store()), (err) =>
+        isToolgateError(err, 'ERR_USAGE'),
+      )
     })
   }
 
   it('refuses a value with CR/LF without showing it', async () => {
-    const err = await resolveForwardHeaderSecrets(['X-Bad=bad'], await store()).catch((e: Error) => e)
+    const err = await resolveForwardHeaderSecrets(['X-Bad=bad'], await store()).catch(
+      (e: Error) => e,
+    )
     assert.ok(isToolgateError(err, 'ERR_USAGE'))
     assert.doesNotMatch(err.message, /Injected/)
   })
 
   it('allows a horizontal tab inside a value (RFC 9110 §5.5)', async () => {
-    assert.deepEqual(await resolveForwardHeaderSecrets(['X-T=tabbed'], await store()), [{name: 'x-t', value: 'a\tb'}])
+    assert.deepEqual(await resolveForwardHeaderSecrets(['X-T=tabbed'], await store()), [
+      {name: 'x-t', value: 'a\tb'},
+    ])
   })
 })

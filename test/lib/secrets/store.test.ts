@@ -18,13 +18,20 @@ after(async () => {
   for (const d of dirs) await rm(d, {recursive: true, force: true})
 })
 
-async function encryptedStore(env: Record<string, string> = {TOOLGATE_SECRETS_PASSWORD: 'test-password'}) {
+async function encryptedStore(
+  env: Record<string, string> = {TOOLGATE_SECRETS_PASSWORD: 'test-password'},
+) {
   const home = await mkdtemp(join(tmpdir(), 'toolgate-store-'))
   dirs.push(home)
   const fullEnv = {HOME: home, ...env}
   const logger = createMemoryLogger()
   // keyring: false — this file tests the store itself; the real keyring is exercised by the CLI tests.
-  const store = await openSecretStore({env: fullEnv, keyring: false, logger, kdf: {log2N: 10, r: 8, p: 1}})
+  const store = await openSecretStore({
+    env: fullEnv,
+    keyring: false,
+    logger,
+    kdf: {log2N: 10, r: 8, p: 1},
+  })
   return {store, home, logger, paths: xdgDirs(fullEnv)}
 }
 
@@ -48,7 +55,11 @@ describe('secret names', () => {
   for (const [label, name, expected, system] of cases) {
     it(`${expected === 'ok' ? 'accepts' : 'refuses'} a name with ${label}`, () => {
       if (expected === 'ok') validateSecretName(name, {system})
-      else assert.throws(() => validateSecretName(name, {system}), (err) => isToolgateError(err, expected))
+      else
+        assert.throws(
+          () => validateSecretName(name, {system}),
+          (err) => isToolgateError(err, expected),
+        )
     })
   }
 
@@ -84,7 +95,10 @@ describe('encrypted store (in process)', () => {
 
   it('reports a missing secret as ERR_SECRET_NOT_FOUND naming it', async () => {
     const {store} = await encryptedStore()
-    await assert.rejects(store.require('nope'), (err) => isToolgateError(err, 'ERR_SECRET_NOT_FOUND') && /"nope"/.test(err.message))
+    await assert.rejects(
+      store.require('nope'),
+      (err) => isToolgateError(err, 'ERR_SECRET_NOT_FOUND') && /"nope"/.test(err.message),
+    )
   })
 
   it('hides reserved names from list and refuses them without system', async () => {
@@ -114,7 +128,9 @@ describe('encrypted store (in process)', () => {
 
   it('fails with ERR_KEYRING_UNAVAILABLE when there is neither keyring nor password, and writes nothing', async () => {
     const {store} = await encryptedStore({})
-    await assert.rejects(store.set('k', 'v'), (err) => isToolgateError(err, 'ERR_KEYRING_UNAVAILABLE'))
+    await assert.rejects(store.set('k', 'v'), (err) =>
+      isToolgateError(err, 'ERR_KEYRING_UNAVAILABLE'),
+    )
     await assert.rejects(stat(store.file as string), {code: 'ENOENT'})
   })
 
@@ -122,21 +138,31 @@ describe('encrypted store (in process)', () => {
     const {store, logger} = await encryptedStore()
     await store.set('k', 'LOG-CANARY-VALUE')
     await store.get('k')
-    assert.equal(logger.lines.some((l) => l.includes('LOG-CANARY-VALUE') || l.includes('test-password')), false)
+    assert.equal(
+      logger.lines.some((l) => l.includes('LOG-CANARY-VALUE') || l.includes('test-password')),
+      false,
+    )
   })
 
   it('keeps the provider choice from the config file', async () => {
     const {paths} = await encryptedStore()
     const {writeProviderChoice} = await import('../../../src/lib/secrets/provider-config.ts')
     await writeProviderChoice(paths.config, 'environment')
-    assert.equal(JSON.parse(await readFile(join(paths.config, 'secrets.json'), 'utf8')).provider, 'environment')
+    assert.equal(
+      JSON.parse(await readFile(join(paths.config, 'secrets.json'), 'utf8')).provider,
+      'environment',
+    )
     const store = await openSecretStore({env: {}, paths, keyring: false})
     assert.equal(store.provider, 'environment')
   })
 })
 
 describe('environment store', () => {
-  const env = {TOOLGATE_SECRET_GITHUB_TOKEN: 'gh-value', TOOLGATE_SECRET_OTHER: 'o', TOOLGATE_SECRETS_PASSWORD: 'not-a-secret-name'}
+  const env = {
+    TOOLGATE_SECRET_GITHUB_TOKEN: 'gh-value',
+    TOOLGATE_SECRET_OTHER: 'o',
+    TOOLGATE_SECRETS_PASSWORD: 'not-a-secret-name',
+  }
 
   it('reads TOOLGATE_SECRET_<NAME>', async () => {
     const store = await openSecretStore({env, provider: 'environment'})
@@ -154,13 +180,17 @@ describe('environment store', () => {
     assert.equal(store.writable, false)
     await assert.rejects(store.set('x', 'y'), (err) => isToolgateError(err, 'ERR_SECRET_READ_ONLY'))
     await assert.rejects(store.delete('x'), (err) => isToolgateError(err, 'ERR_SECRET_READ_ONLY'))
-    assert.throws(() => store.assertWritable('x'), (err) => isToolgateError(err, 'ERR_SECRET_READ_ONLY'))
+    assert.throws(
+      () => store.assertWritable('x'),
+      (err) => isToolgateError(err, 'ERR_SECRET_READ_ONLY'),
+    )
   })
 
   it('rejects an unknown TOOLGATE_SECRETS_PROVIDER naming the variable', async () => {
     await assert.rejects(
       openSecretStore({env: {TOOLGATE_SECRETS_PROVIDER: 'vault', HOME: '/nonexistent'}}),
-      (err) => isToolgateError(err, 'ERR_CONFIG_INVALID') && /TOOLGATE_SECRETS_PROVIDER/.test(err.message),
+      (err) =>
+        isToolgateError(err, 'ERR_CONFIG_INVALID') && /TOOLGATE_SECRETS_PROVIDER/.test(err.message),
     )
   })
 })
