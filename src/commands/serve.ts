@@ -63,7 +63,22 @@ export default class Serve extends BaseCommand {
       )
     }
 
+    // Handlers go in before anything listens: a signal that arrives while starting (or right after
+    // the listening line) must still lead to a graceful stop, never to the default kill.
+    const signalled = new Promise<NodeJS.Signals>((resolve) => {
+      process.once('SIGTERM', () => resolve('SIGTERM'))
+      process.once('SIGINT', () => resolve('SIGINT'))
+    })
+    let started = false
+    void signalled.then((signal) => {
+      if (started) return
+      // Still loading sources (possibly waiting on a slow upstream): nothing is served yet, and
+      // SQLite's transactions keep the store consistent, so leaving at once is safe.
+      logger.info('stopped while starting', {signal})
+      process.exit(0)
+    })
     const handle = await startServe(config, {address, internalAddress, logger})
+    started = true
     this.emit(
       flags.json,
       `toolgate serve listening on ${handle.url} (internal ${handle.internalUrl})`,
@@ -74,11 +89,7 @@ export default class Serve extends BaseCommand {
         authMode: handle.authMode,
       },
     )
-
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      process.once('SIGTERM', () => resolve('SIGTERM'))
-      process.once('SIGINT', () => resolve('SIGINT'))
-    })
+    const signal = await signalled
     logger.info('shutting down', {signal})
     await handle.close()
     logger.info('stopped')
