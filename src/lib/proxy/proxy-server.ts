@@ -181,7 +181,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       if (config.tokenExchange) {
         const subject = outgoing ?? bearerOf(req.headers.authorization)
         if (!subject) throw new ToolgateError('ERR_TOKEN_EXCHANGE', 'token exchange: no subject token')
-        const exchanged = await config.tokenExchange.exchange(subject, signal)
+        const exchanged = await config.tokenExchange.exchange(subject)
         out[exchangeHeader ?? 'authorization'] = `Bearer ${exchanged}`
       } else if (outgoing) {
         out.authorization = `Bearer ${outgoing}`

@@ -5,7 +5,7 @@ import {buildExchangeRequest, processExchangeResponse, type TokenExchangeConfig}
 
 export interface TokenExchanger {
   /** Returns a token for `subjectToken`, from the cache while it is fresh. Throws ERR_TOKEN_EXCHANGE. */
-  exchange(subjectToken: string, signal?: AbortSignal): Promise<string>
+  exchange(subjectToken: string): Promise<string>
   readonly config: TokenExchangeConfig
 }
 
@@ -37,12 +37,14 @@ export function createTokenExchanger(config: TokenExchangeConfig, deps: TokenExc
   const inflight = new Map<string, Promise<string>>()
   const log = deps.logger.child({component: 'token-exchange'})
 
-  async function fetchToken(key: string, subject: string, signal?: AbortSignal): Promise<string> {
+  // Bounded by its own timeout only: concurrent requests share one exchange, so one client
+  // leaving must not fail the others.
+  async function fetchToken(key: string, subject: string): Promise<string> {
     const {url, init} = buildExchangeRequest(config, subject)
     const timeout = AbortSignal.timeout(config.timeoutMs)
     let res: Response
     try {
-      res = await doFetch(url, {...init, signal: signal ? AbortSignal.any([signal, timeout]) : timeout})
+      res = await doFetch(url, {...init, signal: timeout})
     } catch (err) {
       const what = timeout.aborted ? `timed out after ${config.timeoutMs} ms` : 'request failed'
       throw new ToolgateError('ERR_TOKEN_EXCHANGE', `token exchange: ${what}`, {cause: err})
@@ -61,14 +63,14 @@ export function createTokenExchanger(config: TokenExchangeConfig, deps: TokenExc
 
   return {
     config,
-    async exchange(subject, signal) {
+    async exchange(subject) {
       const key = createHash('sha256').update(subject).digest('base64url')
       const hit = cache.get(key)
       if (hit && hit.expiresAt > now()) return hit.token
       if (hit) cache.delete(key)
       let p = inflight.get(key)
       if (!p) {
-        p = fetchToken(key, subject, signal).finally(() => inflight.delete(key))
+        p = fetchToken(key, subject).finally(() => inflight.delete(key))
         inflight.set(key, p)
       }
       try {

@@ -1,0 +1,257 @@
+import assert from 'node:assert/strict'
+import {after, before, describe, it} from 'node:test'
+import {createLocalJWKSet, jwtVerify, type JWK} from 'jose'
+import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
+import {staticTokenSource} from '../../../src/lib/proxy/outgoing-auth.ts'
+import {startProxy, type ProxyConfig} from '../../../src/lib/proxy/proxy-server.ts'
+import {createTokenExchanger} from '../../../src/lib/token-exchange/exchanger.ts'
+import {GRANT_TYPE, TOKEN_TYPE_ACCESS, processExchangeResponse, type TokenExchangeConfig} from '../../../src/lib/token-exchange/request.ts'
+import {startRecordingUpstream, type RecordingUpstream} from '../../helpers/mcp-upstream.ts'
+import {startOidcProvider, type OidcProviderFixture} from '../../helpers/oidc-provider.ts'
+
+interface ExchangeSeen {
+  subjectType: string
+  requestedType: string
+  audience: string | undefined
+  scope: string | undefined
+  sub: string
+}
+
+/**
+ * RFC 8693 against a real oidc-provider: it has no token exchange built in, so the test registers
+ * the grant (testing.md) with a handler that verifies the subject token with the provider's key
+ * and mints a real access token for the requested audience.
+ */
+describe('token exchange (RFC 8693)', () => {
+  let idp: OidcProviderFixture
+  let upstream: RecordingUpstream
+  const exchanges: ExchangeSeen[] = []
+  const exchangeClient = {clientId: 'exchanger', clientSecret: 'exchanger-secret-0123456789'}
+  let failNext = false
+  const logger = createMemoryLogger()
+
+  before(async () => {
+    idp = await startOidcProvider({
+      audience: 'api://incoming',
+      clients: [
+        {
+          client_id: exchangeClient.clientId,
+          client_secret: exchangeClient.clientSecret,
+          grant_types: [GRANT_TYPE],
+          response_types: [],
+          redirect_uris: [],
+          token_endpoint_auth_method: 'client_secret_basic',
+        },
+      ],
+      setup: (provider) => {
+        provider.registerGrantType(
+          GRANT_TYPE,
+          async (ctx: {oidc: {params: Record<string, string | undefined>}; status: number; body: unknown}) => {
+            const p = ctx.oidc.params
+            if (failNext) {
+              failNext = false
+              ctx.status = 400
+              ctx.body = {error: 'invalid_grant', error_description: 'subject refused'}
+              return
+            }
+            const pub = {...(idp.signingKey as JWK)}
+            for (const k of ['d', 'p', 'q', 'dp', 'dq', 'qi']) delete (pub as Record<string, unknown>)[k]
+            let sub: string
+            try {
+              const {payload} = await jwtVerify(p.subject_token!, createLocalJWKSet({keys: [pub]}), {issuer: idp.issuer})
+              sub = String(payload.sub)
+            } catch {
+              ctx.status = 400
+              ctx.body = {error: 'invalid_grant', error_description: 'bad subject token'}
+              return
+            }
+            exchanges.push({
+              subjectType: p.subject_token_type!,
+              requestedType: p.requested_token_type!,
+              audience: p.audience,
+              scope: p.scope,
+              sub,
+            })
+            const accessToken = await idp.issueAccessToken({sub, audience: p.audience ?? 'api://default', clientId: exchangeClient.clientId})
+            ctx.body = {access_token: accessToken, issued_token_type: TOKEN_TYPE_ACCESS, token_type: 'Bearer', expires_in: 300}
+          },
+          ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'scope', 'resource'],
+        )
+      },
+    })
+    upstream = await startRecordingUpstream()
+  })
+  after(async () => {
+    await upstream?.close()
+    await idp?.close()
+  })
+
+  const exchangeConfig = (extra: Partial<TokenExchangeConfig> = {}): TokenExchangeConfig => ({
+    url: idp.tokenUrl,
+    clientId: exchangeClient.clientId,
+    clientSecret: exchangeClient.clientSecret,
+    audience: 'api://backend',
+    scopes: ['read'],
+    subjectTokenType: 'access_token',
+    timeoutMs: 10_000,
+    ...extra,
+  })
+
+  const withProxy = async (extra: Partial<ProxyConfig>, fn: (url: string) => Promise<void>) => {
+    const proxy = await startProxy(
+      {name: 'x', targetUri: new URL(upstream.url), host: '127.0.0.1', port: 0, maxRequestBodySize: 0, forwardHeaders: [], ...extra},
+      {logger},
+    )
+    try {
+      await fn(proxy.url)
+    } finally {
+      await proxy.close()
+    }
+  }
+
+  const post = (url: string, authorization?: string) =>
+    fetch(url + '/mcp', {method: 'POST', headers: {'content-type': 'application/json', ...(authorization ? {authorization} : {})}, body: '{}'})
+
+  it('replaces Authorization with the exchanged token, subject = the validated incoming bearer', async () => {
+    const incoming = await idp.issueAccessToken({sub: 'bob', audience: 'api://incoming'})
+    await withProxy(
+      {
+        oidc: {issuer: idp.issuer, audience: 'api://incoming', scopes: ['openid']},
+        tokenExchange: createTokenExchanger(exchangeConfig(), {logger}),
+      },
+      async (url) => {
+        const seen = upstream.requests.length
+        const before = exchanges.length
+        const res = await post(url, `Bearer ${incoming}`)
+        assert.equal(res.status, 200)
+        await res.text()
+        const rec = upstream.requests[seen]!
+        const forwarded = /^Bearer (.+)$/.exec(String(rec.headers.authorization))?.[1]
+        assert.ok(forwarded && forwarded !== incoming, 'the target sees a different token')
+        const claims = JSON.parse(Buffer.from(forwarded.split('.')[1]!, 'base64url').toString())
+        assert.equal(claims.aud, 'api://backend')
+        assert.equal(claims.sub, 'bob')
+        assert.deepEqual(exchanges[before], {
+          subjectType: 'urn:ietf:params:oauth:token-type:access_token',
+          requestedType: 'urn:ietf:params:oauth:token-type:access_token',
+          audience: 'api://backend',
+          scope: 'read',
+          sub: 'bob',
+        })
+        // Cached per subject: a second request reuses the exchanged token.
+        const again = await post(url, `Bearer ${incoming}`)
+        await again.text()
+        assert.equal(exchanges.length, before + 1)
+        assert.equal(upstream.requests[seen + 1]!.headers.authorization, `Bearer ${forwarded}`)
+        assert.ok(!logger.lines.join('\n').includes(forwarded) && !logger.lines.join('\n').includes(incoming))
+      },
+    )
+  })
+
+  it('puts the exchanged token in --token-exchange-header-name and drops the client Authorization', async () => {
+    const incoming = await idp.issueAccessToken({sub: 'carol', audience: 'api://incoming'})
+    await withProxy({tokenExchange: createTokenExchanger(exchangeConfig({headerName: 'x-upstream-token'}), {logger})}, async (url) => {
+      const seen = upstream.requests.length
+      const res = await post(url, `Bearer ${incoming}`)
+      assert.equal(res.status, 200)
+      await res.text()
+      const rec = upstream.requests[seen]!
+      assert.match(String(rec.headers['x-upstream-token']), /^Bearer eyJ/)
+      assert.equal(rec.headers.authorization, undefined)
+    })
+  })
+
+  it('exchanges the outgoing token (not the client one) when both exist, with the id_token subject type', async () => {
+    const idToken = await idp.signJwt(
+      {iss: idp.issuer, sub: 'dave', aud: exchangeClient.clientId, iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 600},
+      {typ: 'JWT'},
+    )
+    await withProxy(
+      {upstreamToken: staticTokenSource(idToken), tokenExchange: createTokenExchanger(exchangeConfig({subjectTokenType: 'id_token'}), {logger})},
+      async (url) => {
+        const before = exchanges.length
+        const res = await post(url, 'Bearer client-token-not-a-jwt')
+        assert.equal(res.status, 200)
+        await res.text()
+        assert.equal(exchanges[before]?.subjectType, 'urn:ietf:params:oauth:token-type:id_token')
+        assert.equal(exchanges[before]?.sub, 'dave')
+      },
+    )
+  })
+
+  it('answers 401 Token exchange failed when the server refuses, and forwards nothing', async () => {
+    const incoming = await idp.issueAccessToken({sub: 'erin', audience: 'api://incoming'})
+    await withProxy({tokenExchange: createTokenExchanger(exchangeConfig(), {logger})}, async (url) => {
+      failNext = true
+      const seen = upstream.requests.length
+      const res = await post(url, `Bearer ${incoming}`)
+      assert.equal(res.status, 401)
+      assert.deepEqual(await res.json(), {error: 'Token exchange failed'})
+      assert.equal(upstream.requests.length, seen)
+    })
+  })
+
+  it('answers 401 when the client credentials are wrong', async () => {
+    const incoming = await idp.issueAccessToken({sub: 'frank', audience: 'api://incoming'})
+    await withProxy({tokenExchange: createTokenExchanger(exchangeConfig({clientSecret: 'wrong'}), {logger})}, async (url) => {
+      const res = await post(url, `Bearer ${incoming}`)
+      assert.equal(res.status, 401)
+      assert.deepEqual(await res.json(), {error: 'Token exchange failed'})
+    })
+  })
+
+  it('answers 401 when there is no subject token at all', async () => {
+    await withProxy({tokenExchange: createTokenExchanger(exchangeConfig(), {logger})}, async (url) => {
+      const res = await post(url)
+      assert.equal(res.status, 401)
+      assert.deepEqual(await res.json(), {error: 'Token exchange failed'})
+    })
+  })
+})
+
+describe('token exchange response processing', () => {
+  const json = (status: number, body: unknown) => new Response(JSON.stringify(body), {status, headers: {'content-type': 'application/json'}})
+
+  it('accepts a Bearer token with expires_in', async () => {
+    assert.deepEqual(await processExchangeResponse(json(200, {access_token: 'a', token_type: 'Bearer', expires_in: 60})), {accessToken: 'a', expiresIn: 60})
+  })
+
+  const refused: Array<[string, Response, RegExp]> = [
+    ['an OAuth error, keeping only the error code', json(400, {error: 'invalid_grant', error_description: 'secret detail'}), /HTTP 400 error=invalid_grant$/],
+    ['a missing access_token', json(200, {token_type: 'Bearer'}), /no access_token/],
+    ['a non-Bearer token type', json(200, {access_token: 'a', token_type: 'N_A'}), /token_type must be Bearer/],
+    ['a negative expires_in', json(200, {access_token: 'a', token_type: 'Bearer', expires_in: -1}), /expires_in/],
+    ['a non-JSON body', new Response('<html>', {status: 502}), /not JSON/],
+  ]
+  for (const [what, res, pattern] of refused) {
+    it(`refuses ${what}`, async () => {
+      await assert.rejects(processExchangeResponse(res), (err: Error & {code?: string}) => {
+        assert.equal(err.code, 'ERR_TOKEN_EXCHANGE')
+        assert.match(err.message, pattern)
+        assert.doesNotMatch(err.message, /secret detail/)
+        return true
+      })
+    })
+  }
+
+  // Cache timing needs a controlled clock; the injected fetch stands in for the token endpoint only
+  // to count calls (the real endpoint is exercised above).
+  it('refreshes a cached token shortly before it expires', async () => {
+    let now = 1_000_000
+    let calls = 0
+    const fakeFetch = (async () => {
+      calls++
+      return json(200, {access_token: `t${calls}`, token_type: 'Bearer', expires_in: 120})
+    }) as typeof fetch
+    const ex = createTokenExchanger(
+      {url: 'http://127.0.0.1:1/token', subjectTokenType: 'access_token', timeoutMs: 1000},
+      {logger: createMemoryLogger(), fetch: fakeFetch, now: () => now, skewMs: 30_000},
+    )
+    assert.equal(await ex.exchange('subject-a'), 't1')
+    now += 80_000
+    assert.equal(await ex.exchange('subject-a'), 't1')
+    assert.equal(await ex.exchange('subject-b'), 't2', 'cache is per subject')
+    now += 11_000 // 91 s after the first: inside the 30 s skew before its 120 s expiry
+    assert.equal(await ex.exchange('subject-a'), 't3')
+  })
+})
