@@ -69,10 +69,14 @@ export class RecordStream implements Iterable<ServerJson> {
 }
 
 /** Validates the document and returns its records as a lazy stream. */
-export function streamRegistryDocument(text: string, where: string): RecordStream {
+export function streamRegistryDocument(input: string | Uint8Array, where: string): RecordStream {
+  const bytes =
+    typeof input === 'string'
+      ? Buffer.from(input, 'utf8')
+      : Buffer.from(input.buffer, input.byteOffset, input.byteLength)
   let scan
   try {
-    scan = scanJson(text, ['data', 'servers'])
+    scan = scanJson(bytes, ['data', 'servers'])
   } catch (err) {
     throw new ToolgateError(
       'ERR_SOURCE_LOAD',
@@ -86,12 +90,12 @@ export function streamRegistryDocument(text: string, where: string): RecordStrea
   const ranges = scan.elements
   if (!ranges) throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: data.servers: ${SHAPE_HINT}`)
   return new RecordStream(ranges.length, function* () {
-    for (const [start, end] of ranges) yield text.slice(start, end)
+    for (const [start, end] of ranges) yield bytes.toString('utf8', start, end)
   })
 }
 
 /** Eager form of `streamRegistryDocument` (small documents, tests). */
-export function parseRegistryDocument(text: string, where: string): ParsedDocument {
+export function parseRegistryDocument(text: string | Uint8Array, where: string): ParsedDocument {
   const stream = streamRegistryDocument(text, where)
   const servers = [...stream]
   return {servers, invalid: stream.invalid}

@@ -29,6 +29,11 @@ export interface FetchTextOptions {
  * credentials.
  */
 export async function fetchText(url: string, options: FetchTextOptions): Promise<string> {
+  return (await fetchBytes(url, options)).toString('utf8')
+}
+
+/** As fetchText, returning the raw body bytes. */
+export async function fetchBytes(url: string, options: FetchTextOptions): Promise<Buffer> {
   const where = describeUrl(url)
   const timeout = AbortSignal.timeout(options.timeoutMs)
   const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout
@@ -60,7 +65,7 @@ export async function fetchText(url: string, options: FetchTextOptions): Promise
         chunks.push(chunk)
       }
     }
-    return Buffer.concat(chunks).toString('utf8')
+    return Buffer.concat(chunks, size)
   } catch (err) {
     if (err instanceof ToolgateError) throw err
     if (timeout.aborted) {

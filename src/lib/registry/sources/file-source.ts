@@ -1,7 +1,7 @@
 import {readFile} from 'node:fs/promises'
 import {ToolgateError} from '../../errors.ts'
 import {streamRegistryDocument} from './document.ts'
-import {fetchText, type FetchLike} from './fetch-text.ts'
+import {fetchBytes, type FetchLike} from './fetch-text.ts'
 import type {LoadResult, SourceLoader} from './loader.ts'
 import {describeUrl} from './location.ts'
 
@@ -19,9 +19,10 @@ export class FilePathLoader implements SourceLoader {
   }
 
   async load(): Promise<LoadResult> {
-    let text: string
+    // Kept as bytes: the scanner walks them and each record is decoded on its own.
+    let text: Buffer
     try {
-      text = await readFile(this.path, 'utf8')
+      text = await readFile(this.path)
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message
       throw new ToolgateError('ERR_SOURCE_LOAD', `${this.path}: cannot read (${code})`, {
@@ -54,7 +55,7 @@ export class FileUrlLoader implements SourceLoader {
   }
 
   async load(signal?: AbortSignal): Promise<LoadResult> {
-    const text = await fetchText(this.url, {
+    const text = await fetchBytes(this.url, {
       fetch: this.#fetch,
       timeoutMs: this.#timeoutMs,
       maxBytes: MAX_DOCUMENT_BYTES,

@@ -24,21 +24,34 @@ export interface ScanResult {
   target: 'array' | 'other' | undefined
 }
 
-const NUMBER_RE = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y
+const HEX = /^[0-9a-fA-F]{4}$/
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39
 
 /**
  * Scans `text`; collects the element ranges of the root array, or of the array that `path` leads to
  * through objects. Throws JsonScanError (or RangeError for absurd nesting) on invalid JSON.
  */
-export function scanJson(text: string, path: ScanPath): ScanResult {
+export function scanJson(input: string | Uint8Array, path: ScanPath): ScanResult {
+  // Works on UTF-8 bytes (JSON's structural characters are ASCII, and bytes of multi-byte
+  // characters are all >= 0x80), so a file never needs to become one huge string.
+  const text =
+    typeof input === 'string'
+      ? Buffer.from(input, 'utf8')
+      : Buffer.from(input.buffer, input.byteOffset, input.byteLength)
   let i = 0
   const n = text.length
+  const at = (k: number) => (k < n ? (text[k] as number) : -1)
+  const literal = (word: string) => {
+    for (let k = 0; k < word.length; k++) if (at(i + k) !== word.charCodeAt(k)) return false
+    i += word.length
+    return true
+  }
   let elements: Array<[number, number]> | undefined
   let target: ScanResult['target']
 
   const ws = () => {
     while (i < n) {
-      const c = text.charCodeAt(i)
+      const c = at(i)
       if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++
       else break
     }
@@ -51,19 +64,19 @@ export function scanJson(text: string, path: ScanPath): ScanResult {
     const start = ++i
     let plain = true
     while (i < n) {
-      const c = text.charCodeAt(i)
+      const c = at(i)
       if (c === 0x22) {
         i++
-        return plain ? text.slice(start, i - 1) : undefined
+        return plain && i - 1 - start <= 256 ? text.toString('utf8', start, i - 1) : undefined
       }
       if (c < 0x20) fail('control character in string')
       if (c === 0x5c) {
         plain = false
-        const e = text.charCodeAt(i + 1)
+        const e = at(i + 1)
         if (e === 0x75) {
-          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) fail('bad \\u escape')
+          if (!HEX.test(text.toString('latin1', i + 2, Math.min(n, i + 6)))) fail('bad \\u escape')
           i += 6
-        } else if ('"\\/bfnrt'.includes(text[i + 1] ?? '')) i += 2
+        } else if (e !== -1 && '"\\/bfnrt'.includes(String.fromCharCode(e))) i += 2
         else fail('bad escape')
       } else i++
     }
@@ -71,32 +84,32 @@ export function scanJson(text: string, path: ScanPath): ScanResult {
   }
   const value = (depth: number, collect: boolean): void => {
     ws()
-    const c = text.charCodeAt(i)
+    const c = at(i)
     if (c === 0x7b) {
       i++
       ws()
-      if (text.charCodeAt(i) === 0x7d) {
+      if (at(i) === 0x7d) {
         i++
         return
       }
       for (;;) {
         ws()
-        if (text.charCodeAt(i) !== 0x22) fail('expected a string key')
+        if (at(i) !== 0x22) fail('expected a string key')
         const key = string()
         ws()
-        if (text.charCodeAt(i) !== 0x3a) fail('expected ":"')
+        if (at(i) !== 0x3a) fail('expected ":"')
         i++
         const follow = collect && depth < path.length && key === path[depth]
         if (follow && depth + 1 === path.length) {
           ws()
-          target = text.charCodeAt(i) === 0x5b ? 'array' : 'other'
+          target = at(i) === 0x5b ? 'array' : 'other'
           if (target === 'array') {
             elements = []
             array(depth + 1, elements)
           } else value(depth + 1, false)
         } else value(depth + 1, follow)
         ws()
-        const d = text.charCodeAt(i)
+        const d = at(i)
         if (d === 0x2c) i++
         else if (d === 0x7d) {
           i++
@@ -109,19 +122,31 @@ export function scanJson(text: string, path: ScanPath): ScanResult {
       string()
       return
     }
-    if (text.startsWith('true', i)) i += 4
-    else if (text.startsWith('false', i)) i += 5
-    else if (text.startsWith('null', i)) i += 4
-    else {
-      NUMBER_RE.lastIndex = i
-      if (!NUMBER_RE.test(text)) fail('unexpected character')
-      i = NUMBER_RE.lastIndex
+    if (literal('true') || literal('false') || literal('null')) return
+    number()
+  }
+  // RFC 8259 §6: -? int frac? exp?
+  const number = () => {
+    if (at(i) === 0x2d) i++
+    if (at(i) === 0x30) i++
+    else if (isDigit(at(i))) while (isDigit(at(i))) i++
+    else fail('unexpected character')
+    if (at(i) === 0x2e) {
+      i++
+      if (!isDigit(at(i))) fail('expected a digit')
+      while (isDigit(at(i))) i++
+    }
+    if (at(i) === 0x65 || at(i) === 0x45) {
+      i++
+      if (at(i) === 0x2b || at(i) === 0x2d) i++
+      if (!isDigit(at(i))) fail('expected a digit')
+      while (isDigit(at(i))) i++
     }
   }
   const array = (depth: number, out: Array<[number, number]> | undefined): void => {
     i++ // [
     ws()
-    if (text.charCodeAt(i) === 0x5d) {
+    if (at(i) === 0x5d) {
       i++
       return
     }
@@ -131,7 +156,7 @@ export function scanJson(text: string, path: ScanPath): ScanResult {
       value(depth + 1, false)
       out?.push([start, i])
       ws()
-      const d = text.charCodeAt(i)
+      const d = at(i)
       if (d === 0x2c) i++
       else if (d === 0x5d) {
         i++
@@ -140,9 +165,9 @@ export function scanJson(text: string, path: ScanPath): ScanResult {
     }
   }
 
-  if (text.charCodeAt(0) === 0xfeff) i = 1
+  if (at(0) === 0xef && at(1) === 0xbb && at(2) === 0xbf) i = 3 // UTF-8 byte-order mark
   ws()
-  const first = text.charCodeAt(i)
+  const first = at(i)
   const root: ScanResult['root'] = first === 0x7b ? 'object' : first === 0x5b ? 'array' : 'other'
   // A root array is itself the list (plain-array format), whatever `path` says.
   if (root === 'array') {
