@@ -42,7 +42,10 @@ export interface PrincipalPart {
 
 export interface BuiltRequest {
   request: CedarRequest
+  /** The whole Cedar request as text: the decision cache key. */
   key: string
+  /** The same without the resource id, for policy sets whose answer cannot depend on it. */
+  identityFreeKey: string
 }
 
 export interface EntityModelOptions {
@@ -106,7 +109,12 @@ export class EntityModel {
       context: {...principal.claimContext, ...argAttrs},
       entities: this.#entities(principal.entity, resource),
     }
-    return {request, key: `${principal.key}\n${spec.action}\n${JSON.stringify([uid.type, uid.id, attrs])}`}
+    const attrText = JSON.stringify(attrs)
+    return {
+      request,
+      key: `${principal.key}\n${spec.action}\n${uid.type}\n${JSON.stringify(uid.id)}\n${attrText}`,
+      identityFreeKey: `${principal.key}\n${spec.action}\n${uid.type}\n*\n${attrText}`,
+    }
   }
 
   #entities(principal: CedarEntity, resource: CedarEntity): CedarEntity[] {

@@ -122,3 +122,44 @@ export class PermitIndex {
     return false
   }
 }
+
+/** The exact resource a policy's scope names (`resource == T::"x"`), if any. */
+export function exactResource(policy: CedarPolicyJson): CedarEntityUid | undefined {
+  const r = (policy as unknown as {resource: Constraint}).resource
+  return r.op === '==' && r.slot === undefined ? uidOf(r.entity) : undefined
+}
+
+/**
+ * Whether the decision of these policies can depend on which resource it is, beyond the
+ * resource's type and attributes: a resource scope other than `All`/`is`, or `resource` used as a
+ * value in a condition (`resource == …`, `resource in …`). When it cannot, requests for two tools
+ * with the same attributes get the same answer, and one cache entry serves both.
+ */
+export function usesResourceIdentity(policies: CedarPolicyJson[]): boolean {
+  let used = false
+  const visit = (node: unknown, accessed: boolean): void => {
+    if (used) return
+    if (Array.isArray(node)) {
+      for (const n of node) visit(n, false)
+      return
+    }
+    if (typeof node !== 'object' || node === null) return
+    for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+      if (key === 'Value') continue
+      if ((key === '.' || key === 'has') && typeof value === 'object' && value !== null) {
+        visit((value as {left?: unknown}).left, true)
+        continue
+      }
+      if (key === 'Var' && value === 'resource' && !accessed) used = true
+      visit(value, false)
+    }
+  }
+  for (const p of policies) {
+    const op = (p as unknown as {resource: Constraint}).resource.op
+    if (op !== 'All' && op !== 'is') return true
+    const inner = (p as unknown as {resource: Constraint}).resource.in
+    if (inner !== undefined) return true
+    visit((p as {conditions?: unknown}).conditions ?? [], false)
+  }
+  return used
+}

@@ -325,3 +325,41 @@ describe('decision cache', () => {
     assert.deepEqual(authz.decide(authz.principal('bob', {}), {action: 'call_tool', id: 'echo'}).policies, ['policy1'])
   })
 })
+
+describe('policy subsets per exact resource', () => {
+  const build = (policies: string[], entities = '[]') =>
+    new Authorizer(validateAuthzConfig({version: '1.0', type: 'cedarv1', cedar: {policies, entities_json: entities}}))
+
+  it('shares one cache entry between tools with equal attributes when no policy depends on which tool it is', () => {
+    const authz = build(['permit(principal, action == Action::"call_tool", resource) when { resource has readOnlyHint && resource.readOnlyHint };'])
+    const p = authz.principal('alice', {})
+    assert.equal(authz.decide(p, {action: 'call_tool', id: 'a', annotations: {readOnlyHint: true}}).cached, false)
+    const b = authz.decide(p, {action: 'call_tool', id: 'b', annotations: {readOnlyHint: true}})
+    assert.equal(b.cached, true)
+    assert.equal(b.allowed, true)
+    assert.equal(authz.decide(p, {action: 'call_tool', id: 'c', annotations: {readOnlyHint: false}}).allowed, false)
+  })
+
+  it('keeps tools apart when a condition names the resource', () => {
+    const authz = build(['permit(principal, action, resource) when { resource == Tool::"a" || resource in ToolgateGroup::"x" };'])
+    const p = authz.principal('alice', {})
+    assert.equal(authz.decide(p, {action: 'call_tool', id: 'a'}).allowed, true)
+    const b = authz.decide(p, {action: 'call_tool', id: 'b'})
+    assert.equal(b.cached, false)
+    assert.equal(b.allowed, false)
+  })
+
+  it('keeps tools apart when entities_json may give them attributes', () => {
+    const authz = build(['permit(principal, action, resource) when { resource has owner };'], '[{"uid": "Tool::\\"a\\"", "attrs": {"owner": "x"}}]')
+    const p = authz.principal('alice', {})
+    assert.equal(authz.decide(p, {action: 'call_tool', id: 'a'}).allowed, true)
+    assert.equal(authz.decide(p, {action: 'call_tool', id: 'b'}).allowed, false)
+  })
+
+  it('an erroring policy for another tool does not affect this one', () => {
+    const authz = build(['permit(principal, action, resource == Tool::"a");', 'forbid(principal, action, resource == Tool::"b") when { principal.claim_x };'])
+    const p = authz.principal('alice', {})
+    assert.equal(authz.decide(p, {action: 'call_tool', id: 'a'}).allowed, true)
+    assert.equal(authz.decide(p, {action: 'call_tool', id: 'b'}).allowed, false)
+  })
+})
