@@ -26,7 +26,7 @@ export default class Proxy extends BaseCommand {
     'target-uri': Flags.string({description: 'URI of the target MCP server.', required: true}),
     host: Flags.string({description: 'Listen host (IP or hostname).', default: '127.0.0.1'}),
     port: Flags.integer({description: 'Listen port (default: a free port).', min: 0, max: 65535}),
-    'allowed-origins': Flags.string({description: 'Exact-match allowlist for the Origin header (repeatable).', multiple: true}),
+    'allowed-origins': Flags.string({description: 'Exact-match allowlist for the Origin header (repeatable).', multiple: true, multipleNonGreedy: true}),
     'max-request-body-size': Flags.integer({
       description: `Maximum inbound request body size in bytes (0 = ${DEFAULT_MAX_BODY} bytes, 8 MiB).`,
       default: 0,
@@ -39,13 +39,13 @@ export default class Proxy extends BaseCommand {
     'oidc-client-secret': Flags.string({description: 'OIDC client secret (for introspection).'}),
     'oidc-introspection-url': Flags.string({description: 'Token introspection endpoint (RFC 7662).'}),
     'oidc-jwks-url': Flags.string({description: 'JWKS URL (skips OIDC discovery).'}),
-    'oidc-scopes': Flags.string({description: 'Scopes advertised in the well-known endpoint.', multiple: true, default: ['openid']}),
+    'oidc-scopes': Flags.string({description: 'Scopes advertised in the well-known endpoint.', multiple: true, multipleNonGreedy: true, default: ['openid']}),
     ...remoteAuthFlags,
     'remote-auth-bearer-token': Flags.string({
       description: 'Bearer token for the remote server (or env TOOLGATE_REMOTE_AUTH_BEARER_TOKEN).',
     }),
     'remote-auth-bearer-token-file': Flags.string({description: 'File holding the bearer token for the remote server.'}),
-    'remote-forward-headers': Flags.string({description: 'Header injected into forwarded requests, Name=Value (repeatable).', multiple: true}),
+    'remote-forward-headers': Flags.string({description: 'Header injected into forwarded requests, Name=Value (repeatable).', multiple: true, multipleNonGreedy: true}),
     'remote-forward-headers-secret': Flags.string({
       description: 'Header injected into forwarded requests whose value comes from the secrets store, Name=secret-name (repeatable; overrides --remote-forward-headers of the same name).',
       multiple: true,
@@ -63,7 +63,7 @@ export default class Proxy extends BaseCommand {
     }),
     'token-exchange-client-secret-file': Flags.string({description: 'File holding the token-exchange client secret.'}),
     'token-exchange-header-name': Flags.string({description: 'Header that carries the exchanged token (default: replaces Authorization).'}),
-    'token-exchange-scopes': Flags.string({description: 'Scopes requested for exchanged tokens.', multiple: true}),
+    'token-exchange-scopes': Flags.string({description: 'Scopes requested for exchanged tokens.', multiple: true, multipleNonGreedy: true}),
     'token-exchange-subject-token-type': Flags.string({
       description: 'Type of the subject token: access_token (default) or id_token.',
       options: ['access_token', 'id_token'],
@@ -95,7 +95,7 @@ export default class Proxy extends BaseCommand {
       await remoteAuth?.close()
       throw err
     })
-    const target = config.targetUri.href
+    const target = flags['target-uri']
     this.emit(flags.json, `Proxy ${config.name} listening on ${proxy.url} -> ${target}`, {
       name: config.name,
       url: proxy.url,
