@@ -7,7 +7,15 @@
  * SEA-capable pinned Node); a failing build fails the test.
  */
 import assert from 'node:assert/strict'
-import {copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
@@ -181,6 +189,59 @@ describe('standalone executable', {skip: unsupported}, () => {
       assert.match(version.node_version ?? '', /^v24\./)
 
       assert.equal(await serve.stop('SIGTERM'), 0, serve.stderr())
+    },
+  )
+
+  test(
+    'the embedded Cedar wasm parses policies: a bad policy is refused naming its index, a good one lets proxy start',
+    {timeout: 120_000},
+    async () => {
+      const policy = (policies: string[]) =>
+        JSON.stringify({
+          version: '1.0',
+          type: 'cedarv1',
+          cedar: {policies, entities_json: '[]', group_claim_name: '', role_claim_name: ''},
+        })
+      const good = 'permit(principal, action == Action::"call_tool", resource == Tool::"echo");'
+      const dir = dirname(bin)
+      writeFileSync(
+        join(dir, 'bad-policy.json'),
+        policy([good, 'permit(principal, action, resource) when { principal.x == };']),
+      )
+      writeFileSync(join(dir, 'good-policy.json'), policy([good]))
+
+      const bad = await runBin([
+        'proxy',
+        'demo',
+        '--target-uri',
+        'http://127.0.0.1:9',
+        '--authz-config',
+        'bad-policy.json',
+      ])
+      assert.equal(bad.code, 78, bad.stderr)
+      // The parser's own message can only come from the wasm module.
+      assert.match(bad.stderr, /cedar\.policies\[1\].*unexpected token/)
+
+      const proxy = await startAndWaitForLine(
+        bin,
+        [
+          'proxy',
+          'demo',
+          '--target-uri',
+          'http://127.0.0.1:9',
+          '--host',
+          '127.0.0.1',
+          '--authz-config',
+          'good-policy.json',
+          '--json',
+        ],
+        {cwd: dir, env: cleanEnv(home), timeoutMs: 60_000},
+      )
+      try {
+        assert.match(JSON.stringify(proxy.ready), /127\.0\.0\.1:\d+/)
+      } finally {
+        await proxy.stop('SIGTERM')
+      }
     },
   )
 
