@@ -73,8 +73,29 @@ export function encryptedProvider(options: EncryptedProviderOptions): SecretProv
     return {secrets: decryptFile(parsed, keys, file), salt: parsed.salt, kdf: parsed.kdf, keys}
   }
 
-  const modify = (change: (secrets: SecretMap) => boolean): Promise<boolean> =>
-    withFileLock(
+  /**
+   * Everything slow happens before the lock: the password (a keyring may show an unlock prompt) and
+   * the scrypt derivation for the current salt (cached). The locked section is then only
+   * read + decrypt + encrypt + write, far below the stale-lock age, and writers derive in parallel.
+   */
+  const prepare = async (): Promise<void> => {
+    const raw = await readRaw().catch(() => undefined)
+    if (!raw) {
+      password ??= options.password()
+      await password
+      return
+    }
+    try {
+      const parsed = parseFile(raw, file)
+      await keysFor(parsed.salt, parsed.kdf)
+    } catch {
+      // A damaged file is reported from inside the lock, where the decision to write is made.
+    }
+  }
+
+  const modify = async (change: (secrets: SecretMap) => boolean): Promise<boolean> => {
+    await prepare()
+    return withFileLock(
       `${file}.lock`,
       async () => {
         let current = await load()
@@ -97,6 +118,7 @@ export function encryptedProvider(options: EncryptedProviderOptions): SecretProv
       },
       options.lock,
     )
+  }
 
   return {
     name: 'encrypted',
