@@ -9,7 +9,7 @@ async function run(chunks: string[], mapper: (ev: SseEvent) => string | undefine
   const done = (async () => {
     let out = ''
     const dec = new TextDecoder()
-    for await (const c of t.readable) out += dec.decode(c, {stream: true})
+    for await (const c of t.readable as unknown as AsyncIterable<Uint8Array>) out += dec.decode(c, {stream: true})
     return out
   })()
   for (const c of chunks) await writer.write(enc.encode(c))
@@ -62,7 +62,7 @@ describe('SSE parsing and re-serialising', () => {
     const w = t.writable.getWriter()
     const read = (async () => {
       let s = ''
-      for await (const c of t.readable) s += new TextDecoder().decode(c)
+      for await (const c of t.readable as unknown as AsyncIterable<Uint8Array>) s += new TextDecoder().decode(c)
       return s
     })()
     await w.write(bytes.slice(0, 8))
