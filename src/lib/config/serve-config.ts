@@ -125,7 +125,8 @@ function checkUrl(
   try {
     url = new URL(s)
   } catch {
-    c.add(path, `"${s}" is not a valid URL`)
+    // Echo the value only when it cannot hold credentials (user:password@host).
+    c.add(path, s.includes('@') ? 'is not a valid URL' : `"${s}" is not a valid URL`)
     return undefined
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {

@@ -339,3 +339,19 @@ test('loads YAML and JSON files by extension and reports parse errors naming the
     (e: ToolgateError) => e.code === 'ERR_CONFIG_NOT_FOUND',
   )
 })
+
+test('URL errors never echo credentials written into the URL', () => {
+  const found = problems({
+    sources: [
+      {
+        name: 'a',
+        api: {endpoint: 'https://user:hunter2@registry.example.com'},
+        syncPolicy: {interval: '1h'},
+      },
+      {name: 'b', api: {endpoint: 'https://user:hunter2@ bad host'}, syncPolicy: {interval: '1h'}},
+    ],
+    auth: {mode: 'anonymous'},
+  })
+  assert.equal(found.length, 2, JSON.stringify(found))
+  assert.ok(!found.join('\n').includes('hunter2'))
+})
