@@ -11,11 +11,17 @@ export function sendText(
   contentType = 'application/json',
   extra?: Record<string, string>,
 ): void {
-  res.statusCode = status
-  res.setHeader('content-type', contentType)
-  res.setHeader('content-length', Buffer.byteLength(body))
-  res.setHeader('x-content-type-options', 'nosniff')
-  if (extra) for (const k in extra) res.setHeader(k, extra[k] as string)
+  // A flat [name, value, …] array: writeHead's cheapest form (no header object to walk).
+  const headers = [
+    'content-type',
+    contentType,
+    'content-length',
+    String(Buffer.byteLength(body)),
+    'x-content-type-options',
+    'nosniff',
+  ]
+  if (extra) for (const k in extra) headers.push(k, extra[k] as string)
+  res.writeHead(status, headers)
   res.end(body)
 }
 
