@@ -297,26 +297,30 @@ describe('damaged file and wrong password', () => {
 })
 
 describe('concurrent writers', () => {
-  it('20 concurrent `secret set` processes: all 20 secrets are present afterwards', async () => {
-    const h = await home()
-    const results = await Promise.all(
-      Array.from({length: 20}, (_, i) =>
-        runCli(['secret', 'set', `parallel-${i}`], {
-          home: h,
-          bus: 'none',
-          env: ENV_PW,
-          stdin: `value-${i}`,
-          timeoutMs: 240_000,
-        }),
-      ),
-    )
-    results.forEach((r, i) => ok(r, `set parallel-${i}`))
-    const list = await runCli(['secret', 'list', '--json'], {home: h, bus: 'none', env: ENV_PW})
-    const expected = Array.from({length: 20}, (_, i) => `parallel-${i}`).sort()
-    assert.deepEqual(JSON.parse(list.stdout), expected)
-    const lockLeft = await stat(secretsFile(h) + '.lock').catch(() => undefined)
-    assert.equal(lockLeft, undefined)
-  })
+  it(
+    '20 concurrent `secret set` processes: all 20 secrets are present afterwards',
+    {timeout: 300_000},
+    async () => {
+      const h = await home()
+      const results = await Promise.all(
+        Array.from({length: 20}, (_, i) =>
+          runCli(['secret', 'set', `parallel-${i}`], {
+            home: h,
+            bus: 'none',
+            env: ENV_PW,
+            stdin: `value-${i}`,
+            timeoutMs: 240_000,
+          }),
+        ),
+      )
+      results.forEach((r, i) => ok(r, `set parallel-${i}`))
+      const list = await runCli(['secret', 'list', '--json'], {home: h, bus: 'none', env: ENV_PW})
+      const expected = Array.from({length: 20}, (_, i) => `parallel-${i}`).sort()
+      assert.deepEqual(JSON.parse(list.stdout), expected)
+      const lockLeft = await stat(secretsFile(h) + '.lock').catch(() => undefined)
+      assert.equal(lockLeft, undefined)
+    },
+  )
 })
 
 describe('environment provider', () => {

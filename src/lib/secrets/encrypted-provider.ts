@@ -15,6 +15,10 @@ import {
 } from './file-format.ts'
 import type {SecretProvider} from './types.ts'
 
+const RETRY = Symbol('retry')
+const cacheId = (salt: Buffer, kdf: KdfParams) =>
+  `${salt.toString('hex')}:${kdf.log2N}:${kdf.r}:${kdf.p}`
+
 export interface EncryptedProviderOptions {
   /** The secrets file, `<XDG data>/toolgate/secrets.enc` by default (see paths.ts). */
   file: string
@@ -39,7 +43,7 @@ export function encryptedProvider(options: EncryptedProviderOptions): SecretProv
   const keyCache = new Map<string, Promise<DerivedKeys>>()
 
   const keysFor = (salt: Buffer, kdf: KdfParams): Promise<DerivedKeys> => {
-    const id = `${salt.toString('hex')}:${kdf.log2N}:${kdf.r}:${kdf.p}`
+    const id = cacheId(salt, kdf)
     let keys = keyCache.get(id)
     if (!keys) {
       password ??= options.password()
@@ -63,10 +67,10 @@ export function encryptedProvider(options: EncryptedProviderOptions): SecretProv
     }
   }
 
-  const load = async (): Promise<
-    {secrets: SecretMap; salt: Buffer; kdf: KdfParams; keys: DerivedKeys} | undefined
-  > => {
-    const raw = await readRaw()
+  const load = async (
+    preread?: Buffer,
+  ): Promise<{secrets: SecretMap; salt: Buffer; kdf: KdfParams; keys: DerivedKeys} | undefined> => {
+    const raw = preread ?? (await readRaw())
     if (!raw) return undefined
     const parsed = parseFile(raw, file)
     const keys = await keysFor(parsed.salt, parsed.kdf)
@@ -94,30 +98,40 @@ export function encryptedProvider(options: EncryptedProviderOptions): SecretProv
   }
 
   const modify = async (change: (secrets: SecretMap) => boolean): Promise<boolean> => {
-    await prepare()
-    return withFileLock(
-      `${file}.lock`,
-      async () => {
-        let current = await load()
-        if (!current) {
-          const salt = newSalt()
-          current = {
-            secrets: Object.create(null) as SecretMap,
-            salt,
-            kdf: kdfForNew,
-            keys: await keysFor(salt, kdfForNew),
+    // At most two rounds: a retry only happens when another writer created the file (new salt)
+    // between prepare() and the lock, and the salt of an existing file never changes.
+    for (let round = 0; ; round++) {
+      await prepare()
+      const outcome = await withFileLock(
+        `${file}.lock`,
+        async (): Promise<boolean | typeof RETRY> => {
+          const raw = await readRaw()
+          if (raw) {
+            const parsed = parseFile(raw, file)
+            if (round === 0 && !keyCache.has(cacheId(parsed.salt, parsed.kdf))) return RETRY
           }
-        }
-        if (!change(current.secrets)) return false
-        await atomicWriteFile(
-          file,
-          encryptFile(current.secrets, current.keys, current.salt, current.kdf),
-          {mode: 0o600, dirMode: 0o700},
-        )
-        return true
-      },
-      options.lock,
-    )
+          let current = await load(raw)
+          if (!current) {
+            const salt = newSalt()
+            current = {
+              secrets: Object.create(null) as SecretMap,
+              salt,
+              kdf: kdfForNew,
+              keys: await keysFor(salt, kdfForNew),
+            }
+          }
+          if (!change(current.secrets)) return false
+          await atomicWriteFile(
+            file,
+            encryptFile(current.secrets, current.keys, current.salt, current.kdf),
+            {mode: 0o600, dirMode: 0o700},
+          )
+          return true
+        },
+        options.lock,
+      )
+      if (outcome !== RETRY) return outcome
+    }
   }
 
   return {
