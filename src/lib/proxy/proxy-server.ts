@@ -58,6 +58,9 @@ export interface RunningProxy {
   close(): Promise<void>
 }
 
+/** Bodies up to this size are read before forwarding (see `mustBuffer`). */
+const SMALL_BODY = 64 * 1024
+
 const JSON_HEADERS = {'content-type': 'application/json', 'x-content-type-options': 'nosniff'}
 
 function answer(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
@@ -157,7 +160,12 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     const hasBody = declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined
     // A body is read whole only when something must see it: an interceptor (authz needs the
     // JSON-RPC message) or a refreshing token source that may need to replay it after a 401.
-    const mustBuffer = hasBody && Boolean(config.interceptor || config.upstreamToken?.onUnauthorized)
+    // Small declared bodies (the usual JSON-RPC message) are read whole too: handing undici one
+    // buffer lets it send head and body in one write, instead of a head write followed by a body
+    // write that can stall on Nagle/delayed-ACK interplay at the target.
+    const mustBuffer =
+      hasBody &&
+      (Boolean(config.interceptor || config.upstreamToken?.onUnauthorized) || (declared !== undefined && Number(declared) <= SMALL_BODY))
     let body: Buffer | Readable | undefined
     if (mustBuffer) {
       try {
