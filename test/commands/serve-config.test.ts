@@ -51,6 +51,19 @@ const CASES: [string, string, string, RegExp][] = [
     'auth:\n  oauth:\n    resourceUrl: https://r.example.com\n',
     /auth\.oauth\.providers: is required/,
   ],
+  [
+    'an unreadable clientSecretFile',
+    'serve.json',
+    JSON.stringify({
+      auth: {
+        oauth: {
+          ...oauth,
+          providers: [{...oauth.providers[0], clientId: 'c', clientSecretFile: './no-such-secret'}],
+        },
+      },
+    }),
+    /auth\.oauth\.providers\[0\]\.clientSecretFile: provider "sso": cannot read .*no-such-secret/,
+  ],
   ['YAML that does not parse', 'serve.yaml', 'auth: [unclosed\n', /serve\.yaml: not valid YAML/],
 ]
 

@@ -93,6 +93,10 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
       const factory = opts.authenticatorFactory ?? ((c, l) => createAuthenticator(c, {logger: l}))
       authenticator = factory(config.auth.oauth, logger.child({component: 'auth'}))
       cleanups.push(() => authenticator!.close())
+      logger.info('oauth mode', {
+        resource: config.auth.oauth.resourceUrl,
+        providers: config.auth.oauth.providers.map((p) => p.name).join(','),
+      })
     } else {
       logger.warn(
         '!!! ANONYMOUS MODE: authentication is OFF; every registry route is open to anyone who can reach this port. ' +
