@@ -64,6 +64,12 @@ const CASES: [string, string, string, RegExp][] = [
     }),
     /auth\.oauth\.providers\[0\]\.clientSecretFile: provider "sso": cannot read .*no-such-secret/,
   ],
+  [
+    'PostgreSQL storage (validated, not supported yet)',
+    'serve.yaml',
+    'storage:\n  postgres: {url: "postgres://registry@127.0.0.1/registry"}\nauth: {mode: anonymous}\n',
+    /storage\.postgres: PostgreSQL storage is not supported yet/,
+  ],
   ['YAML that does not parse', 'serve.yaml', 'auth: [unclosed\n', /serve\.yaml: not valid YAML/],
 ]
 
