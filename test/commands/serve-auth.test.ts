@@ -5,6 +5,7 @@
 import {after, before, test} from 'node:test'
 import assert from 'node:assert/strict'
 import {rmSync} from 'node:fs'
+import {request} from 'node:http'
 import {join} from 'node:path'
 import {startOidcProvider, type OidcProviderFixture} from '../helpers/oidc-provider.ts'
 import {
@@ -169,4 +170,38 @@ test('tokens never appear in the logs, even with --debug', async () => {
   assert.ok(s.stderr().length > 0)
   assert.ok(!s.stderr().includes(token.slice(0, 40)))
   assert.ok(!s.stdout().includes(token.slice(0, 40)))
+})
+
+test('two Authorization headers are 401 invalid_request; a 64 KB token reaches the gate and is a 401', async () => {
+  const token = await op.clientCredentialsToken({resource: 'api://registry'})
+  const two = await new Promise<{status: number; challenge: string}>((resolve, reject) => {
+    const u = new URL(s.url)
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: LIST,
+        headers: {authorization: [`Bearer ${token}`, `Bearer ${token}`]} as Record<
+          string,
+          string[]
+        >,
+      },
+      (res) => {
+        res.resume()
+        resolve({status: res.statusCode ?? 0, challenge: String(res.headers['www-authenticate'])})
+      },
+    )
+    req.on('error', reject)
+    req.end()
+  })
+  assert.equal(two.status, 401)
+  assert.match(two.challenge, /error="invalid_request"/)
+  const big = await getJson(s.url + LIST, {
+    headers: {authorization: 'Bearer ' + 'A'.repeat(64 * 1024)},
+  })
+  assert.equal(big.status, 401)
+  assert.match(
+    big.headers.get('www-authenticate') ?? '',
+    /^Bearer realm="test-realm", error="invalid_(request|token)"/,
+  )
 })

@@ -1,4 +1,5 @@
 import type {IncomingMessage, ServerResponse} from 'node:http'
+import {authorizationOf} from '../auth/bearer-header.ts'
 import {registryChallenge} from '../auth/challenge.ts'
 import {isPublicPath} from '../auth/public-paths.ts'
 import type {BearerAuthenticator, OAuthConfig} from '../auth/types.ts'
@@ -26,7 +27,9 @@ export function createAuthGate(
       if (isPublicPath(rawPath, publicPaths)) return true
       let outcome
       try {
-        outcome = await authenticator.authenticate(req.headers.authorization)
+        // Every Authorization header the client sent: two of them are an RFC 6750 §3.1
+        // invalid_request, which req.headers.authorization (first one only) would hide.
+        outcome = await authenticator.authenticate(authorizationOf(req))
       } catch (err) {
         logger.error('authenticator failed', {err: err as Error})
         outcome = {

@@ -122,7 +122,9 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
           ? createAuthGate(oauth, authenticator, logger.child({component: 'auth'}))
           : undefined,
     })
-    const main = hardened(createServer(mainHandler))
+    // Headers up to 96 KB: an oversized bearer token must reach the gate and get the contract's
+    // 401 with its challenge, not node:http's bare 431 at the default 16 KB.
+    const main = hardened(createServer({maxHeaderSize: 96 * 1024}, mainHandler))
     const mainInfo = await listen(main, opts.address, '--address')
     cleanups.push(() => shutdownServer(main, graceMs))
 
