@@ -1,5 +1,6 @@
 // Explicit command map (oclif "explicit" strategy): lets the CLI be bundled into one executable.
-// Keys are command ids; a space in the id is the topic separator (`proxy stdio`).
+// Keys are command ids. Topic commands use `:` in the id (`secret:set`); users type them with a
+// space (`toolgate secret set`) because package.json sets oclif's topicSeparator to ' '.
 import Proxy from './commands/proxy.ts'
 import Serve from './commands/serve.ts'
 import SecretDelete from './commands/secret/delete.ts'

@@ -352,10 +352,7 @@ describe('toolgate proxy --authz-config (the CLI process)', () => {
     assert.match(stderr, /type: unknown policy type "opav1"/)
   })
 
-  // todo until `toolgate proxy` trusts an operator-typed loopback --oidc-issuer (contract §2
-  // "Outbound trust"); today its validator refuses the loopback JWKS fetch and every token is 401.
-  const loopbackIssuerTodo = 'proxy refuses the loopback --oidc-issuer (allowPrivateIP not set for operator-typed URLs)'
-  it('runs the policy in the CLI: 401 without a token before 403, then allowed and denied calls', {todo: loopbackIssuerTodo}, async () => {
+  it('runs the policy in the CLI: 401 without a token before 403, then allowed and denied calls', async () => {
     const file = join(dir, 'ok.json')
     await writeFile(file, JSON.stringify({version: '1.0', type: 'cedarv1', cedar: {policies: POLICIES}}))
     const idp = await startOidcProvider()

@@ -96,6 +96,7 @@ export async function startOidcProvider(options: OidcProviderOptions = {}): Prom
   let keys: JWK[] = [await newKey(alg)]
   let provider: Provider | undefined
   const requests: OidcProviderFixture['requests'] = []
+  const claimsByToken = new WeakMap<object, Record<string, unknown>>()
 
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     requests.push({method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization})
@@ -142,7 +143,12 @@ export async function startOidcProvider(options: OidcProviderOptions = {}): Prom
               : {audience: resource, accessTokenFormat: 'jwt', scope: 'openid profile read write', jwt: {sign: {alg}}},
         },
       },
-      extraTokenClaims: options.extraTokenClaims ? async () => options.extraTokenClaims : undefined,
+      // oidc-provider replaces a token's `extra` with this function's result, so per-token claims
+      // given to issueAccessToken are looked up here by token and merged over the fixed ones.
+      extraTokenClaims: async (_ctx: unknown, token: object) => {
+        const perToken = claimsByToken.get(token)
+        return options.extraTokenClaims || perToken ? {...options.extraTokenClaims, ...perToken} : undefined
+      },
       pkce: {required: () => true},
       ttl: {AccessToken: 3600, ClientCredentials: 3600},
       scopes: ['openid', 'profile', 'email', 'offline_access', 'read', 'write'],
@@ -195,8 +201,8 @@ export async function startOidcProvider(options: OidcProviderOptions = {}): Prom
         scope: opts.scope ?? 'openid read',
         expiresIn: opts.expiresIn ?? 3600,
         resourceServer,
-        ...(opts.claims ? {extra: opts.claims} : {}),
       } as never)
+      if (opts.claims) claimsByToken.set(token as object, opts.claims)
       return await token.save()
     },
     async clientCredentialsToken(opts = {}) {
