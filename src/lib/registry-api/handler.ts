@@ -2,6 +2,7 @@ import {ToolgateError} from '../errors.ts'
 import type {ListQuery, RegistryStore, ServerEntry} from '../registry/types.ts'
 import type {RegistryRoute} from './paths.ts'
 import {parseListQuery} from './query.ts'
+import {ResponseCache} from './response-cache.ts'
 
 /**
  * Answers one matched registry route with the JSON text of the body (contract §1 bodies):
@@ -20,6 +21,15 @@ export interface RegistryTextReader {
     registry: string,
     query: ListQuery,
   ): Promise<{servers: string[]; nextCursor?: string}>
+  /** All versions of one server as entry texts, or undefined (as `listVersions`). */
+  listVersionsText?(registry: string, name: string): Promise<string[] | undefined>
+  /** One version's body text, or undefined (as `getVersion`). */
+  getVersionText?(registry: string, name: string, version: string): Promise<string | undefined>
+}
+
+/** A store whose data version changes with every change a read could observe (see ResponseCache). */
+export interface VersionedStore {
+  dataVersion(): number
 }
 
 function textReader(store: RegistryStore): RegistryTextReader | undefined {
@@ -27,6 +37,11 @@ function textReader(store: RegistryStore): RegistryTextReader | undefined {
   return typeof candidate.listServersText === 'function'
     ? (candidate as RegistryTextReader)
     : undefined
+}
+
+function versioned(store: RegistryStore): VersionedStore | undefined {
+  const candidate = store as RegistryStore & Partial<VersionedStore>
+  return typeof candidate.dataVersion === 'function' ? (candidate as VersionedStore) : undefined
 }
 
 export async function answerRegistryRoute(
@@ -38,9 +53,9 @@ export async function answerRegistryRoute(
   const query = route.kind === 'list_servers' ? parseListQuery(queryString) : undefined
   if (!store.hasRegistry(route.registry))
     throw new ToolgateError('ERR_REGISTRY_NOT_FOUND', 'registry not found')
+  const fast = textReader(store)
   switch (route.kind) {
     case 'list_servers': {
-      const fast = textReader(store)
       if (fast) {
         const page = await fast.listServersText(route.registry, query!)
         return listText(page.servers, page.nextCursor)
@@ -49,15 +64,69 @@ export async function answerRegistryRoute(
       return listBody(page.servers, page.nextCursor)
     }
     case 'list_versions': {
+      if (fast?.listVersionsText) {
+        const versions = await fast.listVersionsText(route.registry, route.serverName)
+        if (!versions || versions.length === 0)
+          throw new ToolgateError('ERR_NOT_FOUND', 'not found')
+        return listText(versions, undefined)
+      }
       const versions = await store.listVersions(route.registry, route.serverName)
       if (!versions || versions.length === 0) throw new ToolgateError('ERR_NOT_FOUND', 'not found')
       return listBody(versions, undefined)
     }
     case 'get_version': {
+      if (fast?.getVersionText) {
+        const text = await fast.getVersionText(route.registry, route.serverName, route.version)
+        if (text === undefined) throw new ToolgateError('ERR_NOT_FOUND', 'not found')
+        return text
+      }
       const entry = await store.getVersion(route.registry, route.serverName, route.version)
       if (!entry) throw new ToolgateError('ERR_NOT_FOUND', 'not found')
       return JSON.stringify(entry)
     }
+  }
+}
+
+/** Answers registry routes as UTF-8 bytes, through a ResponseCache when the store is versioned. */
+export type RegistryResponder = (route: RegistryRoute, queryString: string) => Promise<Buffer>
+
+/** Default budget of the response cache: ~200 pages of 30 typical entries. */
+export const DEFAULT_RESPONSE_CACHE_BYTES = 16 * 1024 * 1024
+// Longer query strings are answered but not cached (keys stay small).
+const MAX_CACHED_QUERY = 1024
+
+export function createRegistryResponder(
+  store: RegistryStore,
+  options: {cacheBytes?: number} = {},
+): RegistryResponder {
+  const source = versioned(store)
+  const budget = options.cacheBytes ?? DEFAULT_RESPONSE_CACHE_BYTES
+  const cache = source && budget > 0 ? new ResponseCache({maxBytes: budget}) : undefined
+  return async (route, queryString) => {
+    if (!cache || queryString.length > MAX_CACHED_QUERY) {
+      return Buffer.from(await answerRegistryRoute(store, route, queryString))
+    }
+    const key = cacheKey(route, queryString)
+    // Read before answering: a sync committing meanwhile bumps the version, so this body is
+    // filed under the older version and dropped at the next lookup, never served as newer data.
+    const version = source!.dataVersion()
+    const hit = cache.get(key, version)
+    if (hit) return hit
+    const body = Buffer.from(await answerRegistryRoute(store, route, queryString))
+    cache.set(key, version, body)
+    return body
+  }
+}
+
+function cacheKey(route: RegistryRoute, queryString: string): string {
+  // NUL cannot occur in a registry name, a validated server name or version, or a raw query.
+  switch (route.kind) {
+    case 'list_servers':
+      return `l\0${route.registry}\0${queryString}`
+    case 'list_versions':
+      return `v\0${route.registry}\0${route.serverName}`
+    case 'get_version':
+      return `g\0${route.registry}\0${route.serverName}\0${route.version}`
   }
 }
 

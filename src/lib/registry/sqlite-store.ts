@@ -50,12 +50,24 @@ const ENTRY_COLUMNS =
   'sv.name AS name, sv.version AS version, sv.server_json AS server_json, sv.status AS status, ' +
   'sv.published_at AS published_at, sv.updated_at AS updated_at, sv.is_latest AS is_latest'
 
+// The entry `{"server":…,"_meta":{official}}` as JSON text, assembled by SQLite. Byte-identical to
+// JSON.stringify(toEntry(row)): server_json was itself written by JSON.stringify (prepareRecord),
+// which a parse/stringify round trip reproduces exactly, and the official values are plain ASCII
+// (a status keyword, ISO 8601 instants), for which json_quote and JSON.stringify agree.
+const ENTRY_TEXT_COLUMNS =
+  `'{"server":' || sv.server_json || ',"_meta":{${JSON.stringify(OFFICIAL_META_KEY)}:{"status":' || ` +
+  `json_quote(sv.status) || ',"publishedAt":' || json_quote(sv.published_at) || ` +
+  `',"updatedAt":' || json_quote(sv.updated_at) || ',"isLatest":' || ` +
+  `CASE WHEN sv.is_latest = 1 THEN 'true' ELSE 'false' END || '}}}' AS entry`
+
 export class SqliteRegistryStore implements RegistryStore {
   readonly path: string
   #busyTimeoutMs: number
   #db: DatabaseSync | undefined
   #statements = new Map<string, StatementSync>()
   #registries = new Map<string, string[]>()
+  // Committed write transactions on this connection (part of dataVersion()).
+  #writes = 0
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path
@@ -293,70 +305,38 @@ export class SqliteRegistryStore implements RegistryStore {
   }
 
   async listServers(registry: string, query: ListQuery): Promise<ListResult> {
-    this.#requireRegistry(registry)
-    const after = query.cursor !== undefined ? decodeCursor(query.cursor) : undefined
-    const latest = query.version === 'latest'
-    const exactVersion = query.version !== undefined && !latest ? query.version : undefined
-    const search = query.search ? query.search.toLowerCase() : undefined
-    const updatedSince = query.updatedSince?.getTime()
-    if (updatedSince !== undefined && Number.isNaN(updatedSince)) {
-      throw new ToolgateError('ERR_BAD_PARAMETER', 'updated_since: not a valid date-time')
-    }
-    const limit = Math.max(1, Math.min(100, Math.floor(query.limit)))
-
-    const where = ['re.registry = ?']
-    const params: (string | number)[] = [registry]
-    let shape = ''
-    if (after) {
-      // Keyset: (name, version) > (after.name, after.version). `name >= ?` bounds the range scan;
-      // the OR only filters the versions of the cursor's own name.
-      where.push('re.name >= ?', '(re.name > ? OR re.version > ?)')
-      params.push(after.name, after.name, after.version)
-      shape += 'c'
-    }
-    if (latest) {
-      where.push('re.is_latest = 1')
-      shape += 'l'
-    } else if (exactVersion !== undefined) {
-      where.push('re.version = ?')
-      params.push(exactVersion)
-      shape += 'v'
-    }
-    if (updatedSince !== undefined) {
-      where.push('re.updated_ms > ?')
-      params.push(updatedSince)
-      shape += 'u'
-    }
-    if (search) {
-      // instr() rather than LIKE: no wildcard escaping, and user text is never a pattern.
-      where.push('instr(re.search_text, ?) > 0')
-      params.push(search)
-      shape += 's'
-    }
-    params.push(limit + 1)
-    const stmt = this.#stmt(
-      `list_${shape}`,
-      `SELECT ${ENTRY_COLUMNS} FROM registry_entries re ` +
-        'JOIN source_versions sv ON sv.id = re.entry_id ' +
-        `WHERE ${where.join(' AND ')} ORDER BY re.name, re.version LIMIT ?`,
-    )
-    const rows = stmt.all(...params) as unknown as EntryRow[]
-    const more = rows.length > limit
-    if (more) rows.length = limit
+    const page = this.#page(registry, query, 'list', ENTRY_COLUMNS)
+    const rows = page.rows as unknown as EntryRow[]
     const result: ListResult = {servers: rows.map(toEntry)}
-    const last = rows[rows.length - 1]
-    if (more && last) result.nextCursor = encodeCursor({name: last.name, version: last.version})
+    if (page.next) result.nextCursor = page.next
+    return result
+  }
+
+  /**
+   * `listServers` with each entry as its JSON text, assembled by SQLite (no JSON parse or
+   * stringify per request). Byte-identical to `JSON.stringify` of the object path's entries.
+   */
+  async listServersText(
+    registry: string,
+    query: ListQuery,
+  ): Promise<{servers: string[]; nextCursor?: string}> {
+    const page = this.#page(registry, query, 'list_text', ENTRY_TEXT_COLUMNS)
+    const result: {servers: string[]; nextCursor?: string} = {
+      servers: page.rows.map((r) => r.entry as string),
+    }
+    if (page.next) result.nextCursor = page.next
     return result
   }
 
   async listVersions(registry: string, name: string): Promise<ServerEntry[] | undefined> {
-    this.#requireRegistry(registry)
-    const rows = this.#stmt(
-      'versions',
-      `SELECT ${ENTRY_COLUMNS} FROM registry_entries re JOIN source_versions sv ON sv.id = re.entry_id ` +
-        'WHERE re.registry = ? AND re.name = ? ORDER BY re.version',
-    ).all(registry, name) as unknown as EntryRow[]
-    return rows.length === 0 ? undefined : rows.map(toEntry)
+    const rows = this.#versionRows(registry, name, 'versions', ENTRY_COLUMNS)
+    return rows.length === 0 ? undefined : (rows as unknown as EntryRow[]).map(toEntry)
+  }
+
+  /** `listVersions` with each entry as its JSON text (as `listServersText`). */
+  async listVersionsText(registry: string, name: string): Promise<string[] | undefined> {
+    const rows = this.#versionRows(registry, name, 'versions_text', ENTRY_TEXT_COLUMNS)
+    return rows.length === 0 ? undefined : rows.map((r) => r.entry as string)
   }
 
   async getVersion(
@@ -364,20 +344,28 @@ export class SqliteRegistryStore implements RegistryStore {
     name: string,
     version: string,
   ): Promise<ServerEntry | undefined> {
-    this.#requireRegistry(registry)
-    const row =
-      version === 'latest'
-        ? this.#stmt(
-            'get_latest',
-            `SELECT ${ENTRY_COLUMNS} FROM registry_entries re JOIN source_versions sv ON sv.id = re.entry_id ` +
-              'WHERE re.registry = ? AND re.name = ? AND re.is_latest = 1 LIMIT 1',
-          ).get(registry, name)
-        : this.#stmt(
-            'get_version',
-            `SELECT ${ENTRY_COLUMNS} FROM registry_entries re JOIN source_versions sv ON sv.id = re.entry_id ` +
-              'WHERE re.registry = ? AND re.name = ? AND re.version = ?',
-          ).get(registry, name, version)
+    const row = this.#versionRow(registry, name, version, 'get', ENTRY_COLUMNS)
     return row ? toEntry(row as unknown as EntryRow) : undefined
+  }
+
+  /** `getVersion` as the JSON text of the single-version body (as `listServersText`). */
+  async getVersionText(
+    registry: string,
+    name: string,
+    version: string,
+  ): Promise<string | undefined> {
+    const row = this.#versionRow(registry, name, version, 'get_text', ENTRY_TEXT_COLUMNS)
+    return row ? (row.entry as string) : undefined
+  }
+
+  /**
+   * Changes whenever the data a read can return may have changed: every write through this store,
+   * and every commit by another connection to the same file (SQLite's `PRAGMA data_version`), so a
+   * response cache keyed on it is never stale, even with several processes sharing the file.
+   */
+  dataVersion(): number {
+    const row = this.#stmt('data_version', 'PRAGMA data_version').get()
+    return this.#writes + Number(row?.data_version ?? 0)
   }
 
   async countVersions(): Promise<number> {
@@ -429,10 +417,111 @@ export class SqliteRegistryStore implements RegistryStore {
     try {
       fn()
       db.exec('COMMIT')
+      this.#writes++
     } catch (err) {
       db.exec('ROLLBACK')
       throw err
     }
+  }
+
+  // One page of registry_entries in (name, version) order, the columns given, and the cursor of the
+  // next page when there is one. Statements are prepared once per query shape.
+  #page(
+    registry: string,
+    query: ListQuery,
+    kind: string,
+    columns: string,
+  ): {rows: Record<string, unknown>[]; next: string | undefined} {
+    this.#requireRegistry(registry)
+    const after = query.cursor !== undefined ? decodeCursor(query.cursor) : undefined
+    const latest = query.version === 'latest'
+    const exactVersion = query.version !== undefined && !latest ? query.version : undefined
+    const search = query.search ? query.search.toLowerCase() : undefined
+    const updatedSince = query.updatedSince?.getTime()
+    if (updatedSince !== undefined && Number.isNaN(updatedSince)) {
+      throw new ToolgateError('ERR_BAD_PARAMETER', 'updated_since: not a valid date-time')
+    }
+    const limit = Math.max(1, Math.min(100, Math.floor(query.limit)))
+
+    const where = ['re.registry = ?']
+    const params: (string | number)[] = [registry]
+    let shape = ''
+    if (after) {
+      // Keyset: (name, version) > (after.name, after.version). `name >= ?` bounds the range scan;
+      // the OR only filters the versions of the cursor's own name.
+      where.push('re.name >= ?', '(re.name > ? OR re.version > ?)')
+      params.push(after.name, after.name, after.version)
+      shape += 'c'
+    }
+    if (latest) {
+      where.push('re.is_latest = 1')
+      shape += 'l'
+    } else if (exactVersion !== undefined) {
+      where.push('re.version = ?')
+      params.push(exactVersion)
+      shape += 'v'
+    }
+    if (updatedSince !== undefined) {
+      where.push('re.updated_ms > ?')
+      params.push(updatedSince)
+      shape += 'u'
+    }
+    if (search) {
+      // instr() rather than LIKE: no wildcard escaping, and user text is never a pattern.
+      where.push('instr(re.search_text, ?) > 0')
+      params.push(search)
+      shape += 's'
+    }
+    params.push(limit + 1)
+    const stmt = this.#stmt(
+      `${kind}_${shape}`,
+      `SELECT re.name AS page_name, re.version AS page_version, ${columns} ` +
+        'FROM registry_entries re JOIN source_versions sv ON sv.id = re.entry_id ' +
+        `WHERE ${where.join(' AND ')} ORDER BY re.name, re.version LIMIT ?`,
+    )
+    const rows = stmt.all(...params)
+    const more = rows.length > limit
+    if (more) rows.length = limit
+    const last = rows[rows.length - 1]
+    const next =
+      more && last
+        ? encodeCursor({name: String(last.page_name), version: String(last.page_version)})
+        : undefined
+    return {rows, next}
+  }
+
+  #versionRows(
+    registry: string,
+    name: string,
+    kind: string,
+    columns: string,
+  ): Record<string, unknown>[] {
+    this.#requireRegistry(registry)
+    return this.#stmt(
+      kind,
+      `SELECT ${columns} FROM registry_entries re JOIN source_versions sv ON sv.id = re.entry_id ` +
+        'WHERE re.registry = ? AND re.name = ? ORDER BY re.version',
+    ).all(registry, name)
+  }
+
+  #versionRow(
+    registry: string,
+    name: string,
+    version: string,
+    kind: string,
+    columns: string,
+  ): Record<string, unknown> | undefined {
+    this.#requireRegistry(registry)
+    const from = `SELECT ${columns} FROM registry_entries re JOIN source_versions sv ON sv.id = re.entry_id `
+    return version === 'latest'
+      ? this.#stmt(
+          `${kind}_latest`,
+          from + 'WHERE re.registry = ? AND re.name = ? AND re.is_latest = 1 LIMIT 1',
+        ).get(registry, name)
+      : this.#stmt(
+          `${kind}_version`,
+          from + 'WHERE re.registry = ? AND re.name = ? AND re.version = ?',
+        ).get(registry, name, version)
   }
 
   #requireRegistry(registry: string): void {

@@ -3,7 +3,7 @@ import {performance} from 'node:perf_hooks'
 import {isToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
 import type {ServeMetrics} from '../metrics/serve-metrics.ts'
-import {answerRegistryRoute} from '../registry-api/handler.ts'
+import {createRegistryResponder} from '../registry-api/handler.ts'
 import {matchRegistryPath, type RegistryRoute} from '../registry-api/paths.ts'
 import type {RegistryStore} from '../registry/types.ts'
 import type {AuthGate} from './auth-gate.ts'
@@ -24,6 +24,8 @@ export interface MainHandlerOptions {
   protectedResourceJson: string | undefined
   /** Undefined in anonymous mode. */
   gate: AuthGate | undefined
+  /** Budget of the registry response cache in bytes (0 turns it off). */
+  responseCacheBytes?: number
 }
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
@@ -32,6 +34,11 @@ const WELL_KNOWN_PRM = '/.well-known/oauth-protected-resource'
 
 export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
   const {store, logger, metrics, openApiJson, protectedResourceJson, gate} = opts
+  const answer = createRegistryResponder(store, {cacheBytes: opts.responseCacheBytes})
+  // Fixed bodies are encoded once, not per request.
+  const openApiBody = Buffer.from(openApiJson)
+  const prmBody =
+    protectedResourceJson === undefined ? undefined : Buffer.from(protectedResourceJson)
 
   const finish = (route: string, res: ServerResponse, start: number) => {
     metrics.observeRequest(route, res.statusCode, (performance.now() - start) / 1000)
@@ -59,15 +66,15 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
 
     if (path === '/openapi.json') {
       if (!isReadMethod(req.method)) sendMethodNotAllowed(res)
-      else sendText(res, 200, openApiJson)
+      else sendText(res, 200, openApiBody)
       return 'openapi'
     }
     if (path.startsWith('/.well-known/')) {
       // RFC 9728 §3.1: metadata for a resource with a path lives under the suffixed well-known URL.
       const isPrm = path === WELL_KNOWN_PRM || path.startsWith(WELL_KNOWN_PRM + '/')
-      if (!isPrm || protectedResourceJson === undefined) sendErrorBody(res, 404, 'not found')
+      if (!isPrm || prmBody === undefined) sendErrorBody(res, 404, 'not found')
       else if (!isReadMethod(req.method)) sendMethodNotAllowed(res)
-      else sendText(res, 200, protectedResourceJson)
+      else sendText(res, 200, prmBody)
       return isPrm ? 'protected_resource_metadata' : 'well_known'
     }
     if (gate && !(await gate.check(req, res, url))) return 'unauthorized'
@@ -88,7 +95,7 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
     if (!isReadMethod(req.method)) sendMethodNotAllowed(res)
     else {
       try {
-        sendText(res, 200, await answerRegistryRoute(store, route, query))
+        sendText(res, 200, await answer(route, query))
       } catch (err) {
         fail(res, err, req)
       }

@@ -2,12 +2,13 @@ import type {ServerResponse} from 'node:http'
 
 /**
  * The one way the serve handlers write a response: JSON text with the headers every response
- * carries (contract §1: `X-Content-Type-Options: nosniff`). Header arrays keep the hot path cheap.
+ * carries (contract §1: `X-Content-Type-Options: nosniff`). Header arrays keep the hot path cheap;
+ * a Buffer body (already UTF-8) is written as is, with no encoding pass on the hot path.
  */
 export function sendText(
   res: ServerResponse,
   status: number,
-  body: string,
+  body: string | Buffer,
   contentType = 'application/json',
   extra?: Record<string, string>,
 ): void {
@@ -16,7 +17,7 @@ export function sendText(
     'content-type',
     contentType,
     'content-length',
-    String(Buffer.byteLength(body)),
+    String(typeof body === 'string' ? Buffer.byteLength(body) : body.length),
     'x-content-type-options',
     'nosniff',
   ]

@@ -141,7 +141,7 @@ test('the gate hands the authenticator every Authorization header sent and serve
 test('a store offering page text gives byte-identical bodies to the object path', async (t) => {
   class TextStore extends SqliteRegistryStore {
     calls = 0
-    async listServersText(registry: string, query: ListQuery) {
+    override async listServersText(registry: string, query: ListQuery) {
       this.calls++
       const page = await this.listServers(registry, query)
       return {
