@@ -5,7 +5,7 @@
  * oclif's explicit strategy normally `import()`s `oclif.commands.target` from disk; a single
  * executable has no such file. So the root plugin is handed the bundled `COMMANDS` map directly,
  * and oclif's Config is loaded from the package.json embedded at build time. Everything else
- * (help, `--version`, topics such as `proxy stdio`, flag parsing, exit codes) is oclif's own code,
+ * (help, `--version`, topics such as `secret set`, flag parsing, exit codes) is oclif's own code,
  * so the binary behaves exactly like `bin/run.js`.
  */
 import {execute, Plugin, settings} from '@oclif/core'

@@ -65,7 +65,9 @@ export default class Proxy extends BaseCommand {
     'token-exchange-header-name': Flags.string({description: 'Header that carries the exchanged token (default: replaces Authorization).'}),
     'token-exchange-scopes': Flags.string({description: 'Scopes requested for exchanged tokens.', multiple: true, multipleNonGreedy: true}),
     'token-exchange-subject-token-type': Flags.string({
-      description: 'Type of the subject token: access_token (default) or id_token.',
+      // No oclif default: the option is only valid with --token-exchange-url, so an implicit value
+      // must not trip that check. The default is applied in src/lib/proxy/options.ts.
+      description: 'Type of the subject token: access_token or id_token [default: access_token].',
       options: ['access_token', 'id_token'],
     }),
   }

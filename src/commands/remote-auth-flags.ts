@@ -14,7 +14,7 @@ export const remoteAuthFlags = {
   'remote-auth-client-secret': Flags.string({description: 'OAuth client secret (or --remote-auth-client-secret-file, or env TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET).'}),
   'remote-auth-client-secret-file': Flags.string({description: 'File holding the OAuth client secret.'}),
   'remote-auth-callback-port': Flags.integer({description: 'Port of the local OAuth callback server on 127.0.0.1.', default: DEFAULT_CALLBACK_PORT, min: 0, max: 65535}),
-  'remote-auth-scopes': Flags.string({description: 'Scopes to request, comma-separated or repeated (OIDC default: openid,profile,email).', multiple: true}),
+  'remote-auth-scopes': Flags.string({description: 'Scopes to request, comma-separated or repeated (OIDC default: openid,profile,email).', multiple: true, multipleNonGreedy: true}),
   'remote-auth-scope-param-name': Flags.string({description: 'Name of the scope query parameter in the authorization URL (default: scope).'}),
   'remote-auth-resource': Flags.string({description: 'OAuth 2.0 resource indicator (RFC 8707) for authorize, token and refresh requests.'}),
   'remote-auth-skip-browser': Flags.boolean({description: 'Do not open a browser; print the login URL to stderr.', default: false}),

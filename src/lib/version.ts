@@ -1,4 +1,4 @@
-import {createRequire} from 'node:module'
+import pkg from '../../package.json' with {type: 'json'}
 
 /**
  * Build facts for `/version` and `--version`. The standalone build replaces the `__TOOLGATE_*__`
@@ -8,12 +8,9 @@ declare const __TOOLGATE_VERSION__: string | undefined
 declare const __TOOLGATE_COMMIT__: string | undefined
 declare const __TOOLGATE_BUILD_DATE__: string | undefined
 
+// A static JSON import (not a read next to the code at run time) so the bundler inlines it.
 function packageVersion(): string {
-  try {
-    return (createRequire(import.meta.url)('../../package.json') as {version: string}).version
-  } catch {
-    return '0.0.0'
-  }
+  return pkg.version
 }
 
 export interface VersionInfo {

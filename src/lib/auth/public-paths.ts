@@ -13,8 +13,10 @@ export function isPublicPath(rawPath: string, publicPaths: readonly string[] = [
   const normalised = normalisePath(pathOnly)
   if (normalised === undefined) return false
   for (const prefix of [...ALWAYS_PUBLIC, ...publicPaths]) {
-    const p = prefix.length > 1 && prefix.endsWith('/') ? prefix.slice(0, -1) : prefix
-    if (p === '/' ) return true
+    const p = prefix.replace(/\/+$/, '')
+    // A prefix of `/` (empty once trimmed) would make every route public: never match it, so a
+    // config that slipped past validation still fails closed.
+    if (p === '') continue
     if (normalised === p || normalised.startsWith(p + '/')) return true
   }
   return false

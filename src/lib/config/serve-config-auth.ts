@@ -58,6 +58,11 @@ function checkOAuth(
   const publicPaths = c.stringList(o.publicPaths, 'auth.oauth.publicPaths') ?? []
   publicPaths.forEach((pp, i) => {
     if (!pp.startsWith('/')) c.add(`auth.oauth.publicPaths[${i}]`, `"${pp}" must start with /`)
+    else if (/^\/+$/.test(pp))
+      c.add(
+        `auth.oauth.publicPaths[${i}]`,
+        `"${pp}" would make every route public; use auth.mode: anonymous to turn authentication off`,
+      )
     else if (/%|\.\.|[\s?#]/.test(pp))
       c.add(
         `auth.oauth.publicPaths[${i}]`,

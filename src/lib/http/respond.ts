@@ -1,29 +1,5 @@
-import type {IncomingMessage, ServerResponse} from 'node:http'
-import {ToolgateError, toToolgateError} from '../errors.ts'
-
-/** Sends a JSON body with the headers every response carries (contract §1: nosniff). */
-export function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  const payload = typeof body === 'string' ? body : JSON.stringify(body)
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(payload),
-    'x-content-type-options': 'nosniff',
-    ...headers,
-  })
-  res.end(payload)
-}
-
-/** Error body `{"error": …}`; unexpected faults become 500 `internal server error`. */
-export function sendError(res: ServerResponse, err: unknown): void {
-  const e = toToolgateError(err)
-  const message = e.code === 'ERR_INTERNAL' ? 'internal server error' : e.message
-  sendJson(res, e.status, {error: message})
-}
+import type {IncomingMessage} from 'node:http'
+import {ToolgateError} from '../errors.ts'
 
 /**
  * Reads a request body up to `limit` bytes. Past the limit it stops reading and throws

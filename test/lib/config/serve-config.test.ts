@@ -150,6 +150,11 @@ const BAD: [string, unknown, RegExp][] = [
   ],
   ['bad auth mode', {auth: {mode: 'none'}}, /^auth\.mode: must be "oauth" or "anonymous"/],
   [
+    'a public path of / (would open every route)',
+    {auth: {oauth: {...oauth, publicPaths: ['/docs', '/']}}},
+    /^auth\.oauth\.publicPaths\[1\]: "\/" would make every route public/,
+  ],
+  [
     'source name not a DNS label',
     {sources: [{name: 'My_Source', file: {path: '/x'}}], auth: {mode: 'anonymous'}},
     /^sources\[0\]\.name: "My_Source" must be a DNS label/,
