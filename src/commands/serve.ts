@@ -1,11 +1,10 @@
 import {Flags} from '@oclif/core'
 import {existsSync} from 'node:fs'
 import {join} from 'node:path'
-import {loadServeConfig, validateServeConfig, type AuthMode} from '../lib/config/serve-config.ts'
+import type {AuthMode} from '../lib/config/serve-config.ts'
 import {isToolgateError, ToolgateError} from '../lib/errors.ts'
 import {xdgDirs} from '../lib/config/xdg.ts'
 import {parseListenAddress} from '../lib/http/listen.ts'
-import {startServe} from '../lib/server/serve.ts'
 import {BaseCommand} from './base-command.ts'
 
 export default class Serve extends BaseCommand {
@@ -39,6 +38,10 @@ export default class Serve extends BaseCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Serve)
+    // Loaded here, not at the top: `--help`, `--version` and other commands never pay for the
+    // server, the store and their dependencies. Literal specifiers keep this bundle-safe.
+    const {loadServeConfig, validateServeConfig} = await import('../lib/config/serve-config.ts')
+    const {startServe} = await import('../lib/server/serve.ts')
     const logger = this.makeLogger(flags)
     const address = parseListenAddress(flags.address, '--address')
     const internalAddress = parseListenAddress(flags['internal-address'], '--internal-address')

@@ -1,7 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
 import {ToolgateError} from '../../lib/errors.ts'
-import {openSecretStore} from '../../lib/secrets/index.ts'
 
 export default class SecretDelete extends BaseCommand {
   static override description = 'Delete a secret; a name that is not stored is an error (exit 66).'
@@ -16,6 +15,7 @@ export default class SecretDelete extends BaseCommand {
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(SecretDelete)
+    const {openSecretStore} = await import('../../lib/secrets/index.ts')
     const store = await openSecretStore({logger: this.makeLogger(flags)})
     const deleted = await store.delete(args.name, {system: flags.system})
     if (!deleted) {

@@ -1,6 +1,5 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
-import {openSecretStore} from '../../lib/secrets/index.ts'
 
 export default class SecretGet extends BaseCommand {
   static override description =
@@ -19,6 +18,7 @@ export default class SecretGet extends BaseCommand {
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(SecretGet)
+    const {openSecretStore} = await import('../../lib/secrets/index.ts')
     const store = await openSecretStore({logger: this.makeLogger(flags)})
     const value = await store.require(args.name, {system: flags.system})
     this.emit(flags.json, value, {name: args.name, value})

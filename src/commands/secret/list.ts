@@ -1,6 +1,5 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
-import {openSecretStore} from '../../lib/secrets/index.ts'
 
 export default class SecretList extends BaseCommand {
   static override description =
@@ -18,6 +17,7 @@ export default class SecretList extends BaseCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(SecretList)
+    const {openSecretStore} = await import('../../lib/secrets/index.ts')
     const store = await openSecretStore({logger: this.makeLogger(flags)})
     const names = await store.list({system: flags.system})
     if (flags.json) this.emit(true, '', names)

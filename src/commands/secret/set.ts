@@ -1,6 +1,5 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
-import {openSecretStore, promptHidden, readPipedValue} from '../../lib/secrets/index.ts'
 import {stripOneNewline} from '../../lib/secrets/input.ts'
 
 export default class SecretSet extends BaseCommand {
@@ -20,6 +19,7 @@ export default class SecretSet extends BaseCommand {
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(SecretSet)
+    const {openSecretStore, promptHidden, readPipedValue} = await import('../../lib/secrets/index.ts')
     const store = await openSecretStore({logger: this.makeLogger(flags)})
     // Refuse a bad name or a read-only provider before asking for a value nobody can store.
     store.assertWritable(args.name, {system: flags.system})

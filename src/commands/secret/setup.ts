@@ -1,11 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
-import {
-  PROVIDER_NAMES,
-  promptNewPassword,
-  setupSecrets,
-  type ProviderName,
-} from '../../lib/secrets/index.ts'
+import {PROVIDER_NAMES, type ProviderName} from '../../lib/secrets/types.ts'
 
 export default class SecretSetup extends BaseCommand {
   static override description =
@@ -25,6 +20,7 @@ export default class SecretSetup extends BaseCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(SecretSetup)
+    const {promptNewPassword, setupSecrets} = await import('../../lib/secrets/index.ts')
     const logger = this.makeLogger(flags)
     const tty = process.stdin.isTTY === true
     const result = await setupSecrets({
