@@ -42,10 +42,6 @@ export class AnnotationCache {
     }
   }
 
-  peek(name: string): ToolAnnotations | undefined {
-    return this.#tools.get(name)
-  }
-
   /**
    * Annotations of `name`; lists the upstream's tools when the name is unknown (at most once per
    * `refetchAfterMs`, shared by concurrent callers). Unknown after that → undefined (no annotations,

@@ -1,11 +1,12 @@
 /**
  * Cedar decisions for MCP requests: the policy set is parsed once at construction, each decision
  * is cached by its full Cedar request, and every evaluation problem denies (spec: default deny,
- * forbid beats permit, an evaluation error denies). Cedar itself skips a policy whose evaluation
- * fails: an erroring permit therefore cannot allow. An erroring forbid is treated as satisfied
- * (deny), because a forbid that could not be evaluated may have been meant to apply; an erroring
- * permit does not deny on its own, so one permit reading a claim some tokens lack does not lock
- * out requests that another permit allows.
+ * forbid beats permit, "a policy that throws an evaluation error … results in a deny"; contract
+ * §6). Cedar itself skips a policy whose evaluation fails and may still allow through another
+ * permit; toolgate applies the spec literally instead: if ANY policy errors while a request is
+ * evaluated, the request is denied, whatever the other policies say. Operators guard optional
+ * attributes with `has` (`principal has claim_roles && principal.claim_roles.contains("x")`) so
+ * that a token lacking a claim is a plain false, not an error.
  */
 import type {Logger} from '../log/logger.ts'
 import {ToolgateError} from '../errors.ts'
@@ -56,12 +57,10 @@ export class Authorizer {
   readonly #cache: LruCache<Decision>
   readonly #permits: PermitIndex | undefined
   readonly #logger: Logger | undefined
-  readonly #forbids: Set<string>
 
   constructor(config: AuthzConfig, options: AuthorizerOptions = {}) {
     const ids = Object.keys(config.policies)
     const asts: CedarPolicyJson[] = ids.map((id) => policyToJson(config.policies[id] as string))
-    this.#forbids = new Set(ids.filter((_, i) => asts[i]?.effect === 'forbid'))
     const base = `toolgate-authz-${++setCounter}`
     const general: number[] = []
     const exact = new Map<string, number[]>()
@@ -128,12 +127,23 @@ export class Authorizer {
       decision = {allowed: false, policies: [], errored: [], cached: false}
     } else {
       const answer = authorize(subset.id, request)
-      const erroredForbids = answer.errors.filter((e) => this.#forbids.has(e.policyId)).map((e) => e.policyId)
+      const errored = answer.errors.map((e) => e.policyId || '(request)')
       decision = {
-        allowed: answer.decision === 'allow' && erroredForbids.length === 0,
-        policies: erroredForbids.length > 0 ? erroredForbids : answer.reasons,
-        errored: answer.errors.map((e) => e.policyId || '(request)'),
+        allowed: answer.decision === 'allow' && errored.length === 0,
+        policies: errored.length > 0 ? errored : answer.reasons,
+        errored,
         cached: false,
+      }
+      // Once per evaluation (not per cache hit), and also for list items, which log no decision
+      // line of their own. Policy ids only: Cedar's messages may quote claim values.
+      if (errored.length > 0) {
+        this.#logger?.info('authz policy evaluation error', {
+          principal: `${request.principal.type}::${JSON.stringify(request.principal.id)}`,
+          action: `${request.action.type}::${JSON.stringify(request.action.id)}`,
+          resource: `${request.resource.type}::${JSON.stringify(request.resource.id)}`,
+          errored: errored.join(','),
+          decision: 'deny',
+        })
       }
     }
     this.#cache.set(key, decision)

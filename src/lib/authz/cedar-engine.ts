@@ -76,7 +76,3 @@ export function authorize(setId: string, request: CedarRequest): CedarDecision {
     errors: diagnostics.errors.map((e) => ({policyId: e.policyId, message: e.error.message})),
   }
 }
-
-export function cedarVersion(): string {
-  return cedar.getCedarVersion()
-}

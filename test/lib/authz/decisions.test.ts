@@ -3,6 +3,7 @@ import {describe, it} from 'node:test'
 import {Authorizer} from '../../../src/lib/authz/authorizer.ts'
 import type {AuthzAction, ToolAnnotations} from '../../../src/lib/authz/entity-model.ts'
 import {validateAuthzConfig} from '../../../src/lib/authz/policy-file.ts'
+import {createLogger} from '../../../src/lib/log/logger.ts'
 
 interface Case {
   name: string
@@ -175,9 +176,45 @@ const cases: Case[] = [
     claims: {},
     allow: false,
   },
+  // Spec: "a policy that throws an evaluation error … results in a deny", even when another permit allows.
   {
-    name: 'an erroring permit does not deny what another permit allows',
+    name: 'an erroring permit denies what another permit allows',
     policies: [CALL_ECHO, 'permit(principal, action, resource) when { principal.claim_roles.contains("admin") };'],
+    claims: {},
+    id: 'echo',
+    allow: false,
+  },
+  {
+    name: 'the same permit guarded with has no longer errors, so the other permit allows',
+    policies: [CALL_ECHO, 'permit(principal, action, resource) when { principal has claim_roles && principal.claim_roles.contains("admin") };'],
+    claims: {},
+    id: 'echo',
+    allow: true,
+  },
+  {
+    name: 'an erroring permit scoped to the same exact resource denies it',
+    policies: [CALL_ECHO, 'permit(principal, action, resource == Tool::"echo") when { principal.claim_level > 3 };'],
+    claims: {},
+    id: 'echo',
+    allow: false,
+  },
+  {
+    name: 'an erroring permit scoped to another resource does not touch this one',
+    policies: [CALL_ECHO, 'permit(principal, action, resource == Tool::"other") when { principal.claim_level > 3 };'],
+    claims: {},
+    id: 'echo',
+    allow: true,
+  },
+  {
+    name: 'a permit erroring on a type mismatch denies what another permit allows',
+    policies: [CALL_ECHO, 'permit(principal, action, resource) when { principal.claim_level > 3 };'],
+    claims: {level: 'high'},
+    id: 'echo',
+    allow: false,
+  },
+  {
+    name: 'an erroring forbid scoped to an action not requested does not deny',
+    policies: [CALL_ECHO, 'forbid(principal, action == Action::"get_prompt", resource) when { principal.claim_x };'],
     claims: {},
     id: 'echo',
     allow: true,
@@ -315,6 +352,34 @@ describe('decision cache', () => {
     authz.decide(authz.principal('alice', {sub: 'alice', exp: 1, jti: 'a'}), {action: 'call_tool', id: 'x', args: {n: 1}})
     const again = authz.decide(authz.principal('alice', {sub: 'alice', exp: 2, jti: 'b'}), {action: 'call_tool', id: 'x', args: {n: 1}})
     assert.equal(again.cached, true)
+  })
+
+  it('names the erroring policies as the deciding ones and lists them as errored', () => {
+    const authz = new Authorizer(
+      validateAuthzConfig({version: '1.0', type: 'cedarv1', cedar: {policies: [CALL_ECHO, 'permit(principal, action, resource) when { principal.claim_x };']}}),
+    )
+    const d = authz.decide(authz.principal('alice', {}), {action: 'call_tool', id: 'echo'})
+    assert.equal(d.allowed, false)
+    assert.deepEqual(d.errored, ['policy1'])
+    assert.deepEqual(d.policies, ['policy1'])
+  })
+
+  it('logs an evaluation error at info once per evaluation, naming the policy and no claim value', () => {
+    const lines: string[] = []
+    const logger = createLogger({level: 'info', write: (l) => lines.push(l)})
+    const authz = new Authorizer(
+      validateAuthzConfig({version: '1.0', type: 'cedarv1', cedar: {policies: [CALL_ECHO, 'permit(principal, action, resource) when { principal.claim_level > 3 };']}}),
+      {logger},
+    )
+    const p = authz.principal('alice', {level: 'secret-claim-value'})
+    // Without decision logging (as list filtering does), the error is still logged.
+    assert.equal(authz.decide(p, {action: 'call_tool', id: 'echo'}, false).allowed, false)
+    assert.equal(authz.decide(p, {action: 'call_tool', id: 'echo'}, false).cached, true)
+    const errors = lines.filter((l) => l.includes('authz policy evaluation error'))
+    assert.equal(errors.length, 1, lines.join('\n'))
+    assert.match(errors[0] as string, /policy1/)
+    assert.match(errors[0] as string, /INFO|info/)
+    assert.ok(!lines.join('\n').includes('secret-claim-value'), 'a claim value appeared in the log')
   })
 
   it('names the deciding policies', () => {
