@@ -1,7 +1,8 @@
 import {ToolgateError} from '../../errors.ts'
 import {checkRecord} from '../record.ts'
 import type {ServerJson} from '../types.ts'
-import {scanJson} from './json-scan.ts'
+import {closeSync, fstatSync, openSync, readSync, type Stats} from 'node:fs'
+import {FILE_WINDOW_BYTES, scanJson, scanJsonFile, type ScanResult} from './json-scan.ts'
 
 /**
  * Parses a registry data file (contract §1): either the upstream wrapper
@@ -74,10 +75,21 @@ export function streamRegistryDocument(input: string | Uint8Array, where: string
     typeof input === 'string'
       ? Buffer.from(input, 'utf8')
       : Buffer.from(input.buffer, input.byteOffset, input.byteLength)
-  let scan
+  const ranges = elementRanges(() => scanJson(bytes, SERVERS_PATH), where)
+  return new RecordStream(ranges.length, function* () {
+    for (const [start, end] of ranges) yield bytes.toString('utf8', start, end)
+  })
+}
+
+const SERVERS_PATH = ['data', 'servers']
+
+function elementRanges(scan: () => ScanResult, where: string): Array<[number, number]> {
+  let result: ScanResult
   try {
-    scan = scanJson(bytes, ['data', 'servers'])
+    result = scan()
   } catch (err) {
+    // A read error (EISDIR, EIO) is the caller's "cannot read", not a JSON problem.
+    if ((err as NodeJS.ErrnoException).code !== undefined) throw err
     throw new ToolgateError(
       'ERR_SOURCE_LOAD',
       `${where}: not valid JSON (${(err as Error).message})`,
@@ -86,11 +98,57 @@ export function streamRegistryDocument(input: string | Uint8Array, where: string
       },
     )
   }
-  if (scan.root === 'other') throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: ${SHAPE_HINT}`)
-  const ranges = scan.elements
+  if (result.root === 'other') throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: ${SHAPE_HINT}`)
+  const ranges = result.elements
   if (!ranges) throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: data.servers: ${SHAPE_HINT}`)
+  return ranges
+}
+
+/**
+ * As streamRegistryDocument for a local file, which is never read whole: it is validated through a
+ * sliding window (`scanJsonFile`), and each record is read back from the file when it is consumed.
+ * A file replaced or rewritten between the two passes fails the load (ERR_SOURCE_LOAD): the store
+ * rolls back and keeps the last good data, and the change that caused it triggers another sync.
+ */
+export function streamRegistryFile(path: string, windowBytes = FILE_WINDOW_BYTES): RecordStream {
+  const fd = openSync(path, 'r')
+  let stat: Stats
+  let ranges: Array<[number, number]>
+  try {
+    stat = fstatSync(fd)
+    ranges = elementRanges(() => scanJsonFile(fd, stat.size, SERVERS_PATH, windowBytes), path)
+  } finally {
+    closeSync(fd)
+  }
   return new RecordStream(ranges.length, function* () {
-    for (const [start, end] of ranges) yield bytes.toString('utf8', start, end)
+    const again = openSync(path, 'r')
+    try {
+      const now = fstatSync(again)
+      if (now.ino !== stat.ino || now.size !== stat.size || now.mtimeMs !== stat.mtimeMs) {
+        throw new ToolgateError('ERR_SOURCE_LOAD', `${path}: changed while being loaded`)
+      }
+      // Records lie in file order: read the file forward in windows and cut each one out.
+      let buf = Buffer.alloc(0)
+      let bufStart = 0
+      for (const [start, end] of ranges) {
+        if (start < bufStart || end > bufStart + buf.length) {
+          const want = Math.max(windowBytes, end - start)
+          const next = Buffer.allocUnsafe(Math.min(want, stat.size - start))
+          let got = 0
+          while (got < next.length) {
+            const r = readSync(again, next, got, next.length - got, start + got)
+            if (r === 0)
+              throw new ToolgateError('ERR_SOURCE_LOAD', `${path}: changed while being loaded`)
+            got += r
+          }
+          buf = next
+          bufStart = start
+        }
+        yield buf.toString('utf8', start - bufStart, end - bufStart)
+      }
+    } finally {
+      closeSync(again)
+    }
   })
 }
 

@@ -1,6 +1,5 @@
-import {readFile} from 'node:fs/promises'
 import {ToolgateError} from '../../errors.ts'
-import {streamRegistryDocument} from './document.ts'
+import {streamRegistryDocument, streamRegistryFile} from './document.ts'
 import {fetchBytes, type FetchLike} from './fetch-text.ts'
 import type {LoadResult, SourceLoader} from './loader.ts'
 import {describeUrl} from './location.ts'
@@ -19,17 +18,18 @@ export class FilePathLoader implements SourceLoader {
   }
 
   async load(): Promise<LoadResult> {
-    // Kept as bytes: the scanner walks them and each record is decoded on its own.
-    let text: Buffer
+    // Never read whole: validated through a window, each record read back when consumed.
+    let records
     try {
-      text = await readFile(this.path)
+      records = streamRegistryFile(this.path)
     } catch (err) {
+      if (err instanceof ToolgateError) throw err
       const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message
       throw new ToolgateError('ERR_SOURCE_LOAD', `${this.path}: cannot read (${code})`, {
         cause: err,
       })
     }
-    return {records: streamRegistryDocument(text, this.path), trustOfficialMeta: false}
+    return {records, trustOfficialMeta: false}
   }
 }
 

@@ -1,8 +1,11 @@
+import {readSync} from 'node:fs'
+
 /**
  * A validating JSON scanner (RFC 8259 grammar) that builds no values: it checks a whole document
  * and returns the text ranges of the elements of one array inside it. A registry file of 100,000
- * versions is ~60 MB of text but several hundred MB as one object graph; scanning first and
- * parsing one element at a time keeps serve's peak memory near the size of the text.
+ * versions is ~130 MB of text but several hundred MB as one object graph; scanning first and
+ * parsing one element at a time keeps serve's peak memory near the size of the text, and
+ * `scanJsonFile` (a sliding window over the file) keeps it near the size of the window.
  */
 export class JsonScanError extends Error {
   readonly offset: number
@@ -24,7 +27,8 @@ export interface ScanResult {
   target: 'array' | 'other' | undefined
 }
 
-const HEX = /^[0-9a-fA-F]{4}$/
+const isHex = (c: number) =>
+  (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66)
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39
 
 /**
@@ -38,9 +42,70 @@ export function scanJson(input: string | Uint8Array, path: ScanPath): ScanResult
     typeof input === 'string'
       ? Buffer.from(input, 'utf8')
       : Buffer.from(input.buffer, input.byteOffset, input.byteLength)
-  let i = 0
   const n = text.length
-  const at = (k: number) => (k < n ? (text[k] as number) : -1)
+  return scanBytes(
+    n,
+    (k) => (k < n ? (text[k] as number) : -1),
+    (start, end) => text.toString('utf8', start, end),
+    path,
+  )
+}
+
+/** Bytes of a file read through a window of this size (plus what a short key needs behind it). */
+export const FILE_WINDOW_BYTES = 1024 * 1024
+const KEY_MAX = 256
+// Bytes of the previous window kept in front of the next one (a short key plus lookahead).
+const KEEP_BEHIND = KEY_MAX + 64
+
+/**
+ * As scanJson, reading the file behind `fd` (`size` bytes) through a small sliding window, so a
+ * 100 MB registry file is validated without ever being in memory whole.
+ */
+export function scanJsonFile(
+  fd: number,
+  size: number,
+  path: ScanPath,
+  windowBytes = FILE_WINDOW_BYTES,
+): ScanResult {
+  let winStart = 0
+  let win = Buffer.alloc(0)
+  // Loads the window that holds byte k (the scan only moves forward), keeping the tail of the
+  // previous one so a short key that straddles two windows can still be decoded.
+  const load = (k: number): number => {
+    if (k >= size) return -1
+    const keep = Math.min(win.length, KEEP_BEHIND)
+    const next = Buffer.allocUnsafe(keep + windowBytes)
+    win.copy(next, 0, win.length - keep)
+    const from = winStart + win.length
+    let got = 0
+    while (got < windowBytes && from + got < size) {
+      const r = readSync(fd, next, keep + got, windowBytes - got, from + got)
+      if (r === 0) break
+      got += r
+    }
+    if (got === 0) throw new JsonScanError('file shrank while being read', from)
+    winStart = from - keep
+    win = next.subarray(0, keep + got)
+    return k - winStart < win.length ? (win[k - winStart] as number) : load(k)
+  }
+  return scanBytes(
+    size,
+    (k) => {
+      const r = k - winStart
+      return r < win.length ? (win[r] as number) : load(k)
+    },
+    (start, end) => win.toString('utf8', start - winStart, end - winStart),
+    path,
+  )
+}
+
+function scanBytes(
+  n: number,
+  at: (k: number) => number,
+  decode: (start: number, end: number) => string,
+  path: ScanPath,
+): ScanResult {
+  let i = 0
   const literal = (word: string) => {
     for (let k = 0; k < word.length; k++) if (at(i + k) !== word.charCodeAt(k)) return false
     i += word.length
@@ -67,14 +132,14 @@ export function scanJson(input: string | Uint8Array, path: ScanPath): ScanResult
       const c = at(i)
       if (c === 0x22) {
         i++
-        return plain && i - 1 - start <= 256 ? text.toString('utf8', start, i - 1) : undefined
+        return plain && i - 1 - start <= KEY_MAX ? decode(start, i - 1) : undefined
       }
       if (c < 0x20) fail('control character in string')
       if (c === 0x5c) {
         plain = false
         const e = at(i + 1)
         if (e === 0x75) {
-          if (!HEX.test(text.toString('latin1', i + 2, Math.min(n, i + 6)))) fail('bad \\u escape')
+          for (let k = i + 2; k < i + 6; k++) if (!isHex(at(k))) fail('bad \\u escape')
           i += 6
         } else if (e !== -1 && '"\\/bfnrt'.includes(String.fromCharCode(e))) i += 2
         else fail('bad escape')
