@@ -1,6 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 import {loadAuthzInterceptor} from '../lib/authz/index.ts'
+import {ToolgateError} from '../lib/errors.ts'
 import {DEFAULT_MAX_BODY} from '../lib/proxy/body-limit.ts'
+import {incomingAuthEnabled} from '../lib/proxy/incoming-auth.ts'
 import {proxyConfigFromFlags} from '../lib/proxy/options.ts'
 import {startProxy} from '../lib/proxy/proxy-server.ts'
 import {openSecretStore, overrideForwardHeaders, resolveForwardHeaderSecrets} from '../lib/secrets/index.ts'
@@ -83,7 +85,17 @@ export default class Proxy extends BaseCommand {
       config.forwardHeaders = overrideForwardHeaders(config.forwardHeaders, fromSecrets)
     }
     // Loaded before listening: a bad policy file refuses to start, naming the policy index.
-    if (flags['authz-config']) config.interceptor = await loadAuthzInterceptor(flags['authz-config'], {logger})
+    if (flags['authz-config']) {
+      // Policies decide on the token's subject and claims: without incoming authentication every
+      // request would be anonymous and denied, a proxy that only ever answers 403.
+      if (!incomingAuthEnabled(config.oidc)) {
+        throw new ToolgateError(
+          'ERR_USAGE',
+          '--authz-config: authorization needs an authenticated principal; add incoming token validation with --oidc-issuer (or --oidc-jwks-url, or --oidc-introspection-url with --oidc-client-id/--oidc-client-secret)',
+        )
+      }
+      config.interceptor = await loadAuthzInterceptor(flags['authz-config'], {logger})
+    }
     // Remote OAuth (src/lib/oauth): logs in (or restores the saved login) before listening.
     const remoteAuth = await remoteAuthFromFlags(flags, flags['target-uri'], {
       logger,

@@ -326,7 +326,7 @@ describe('toolgate proxy --authz-config (the CLI process)', () => {
   it('refuses to start on a policy that does not parse, naming its index and the parser message', async () => {
     const file = join(dir, 'bad.yaml')
     await writeFile(file, ['version: "1.0"', 'type: cedarv1', 'cedar:', '  policies:', `    - '${POLICIES[0]}'`, "    - 'permit(principal, action'"].join('\n'))
-    const child = spawn(process.execPath, ['bin/dev.js', 'proxy', '--target-uri', 'http://127.0.0.1:9', '--authz-config', file, 'x'], {stdio: ['ignore', 'pipe', 'pipe']})
+    const child = spawn(process.execPath, ['bin/dev.js', 'proxy', '--target-uri', 'http://127.0.0.1:9', '--oidc-issuer', 'http://127.0.0.1:9', '--authz-config', file, 'x'], {stdio: ['ignore', 'pipe', 'pipe']})
     let stdout = ''
     let stderr = ''
     child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
@@ -339,10 +339,34 @@ describe('toolgate proxy --authz-config (the CLI process)', () => {
     assert.doesNotMatch(stdout, /listening/)
   })
 
+  // Without incoming authentication every request is anonymous: the proxy would only ever answer 403.
+  for (const auth of [[], ['--oidc-audience', 'api://x'], ['--oidc-client-id', 'c', '--oidc-client-secret', 's']]) {
+    it(`refuses --authz-config without incoming authentication${auth.length ? ` (only ${auth.filter((a) => a.startsWith('--')).join(' ')})` : ''}: exit 64 naming the flags to add`, async () => {
+      const file = join(dir, 'noauth.json')
+      await writeFile(file, JSON.stringify({version: '1.0', type: 'cedarv1', cedar: {policies: [POLICIES[0]]}}))
+      const child = spawn(process.execPath, ['bin/dev.js', 'proxy', '--target-uri', 'http://127.0.0.1:9', ...auth, '--authz-config', file, 'x'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let stdout = ''
+      let stderr = ''
+      child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
+      child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+      clearTimeout(timer)
+      assert.equal(code, 64, stderr)
+      assert.match(stderr, /--authz-config: authorization needs an authenticated principal/)
+      assert.match(stderr, /--oidc-issuer/)
+      assert.match(stderr, /--oidc-jwks-url/)
+      assert.match(stderr, /--oidc-introspection-url/)
+      assert.doesNotMatch(stdout, /listening/)
+    })
+  }
+
   it('refuses an unknown policy type', async () => {
     const file = join(dir, 'type.json')
     await writeFile(file, JSON.stringify({version: '1.0', type: 'opav1', cedar: {policies: [POLICIES[0]]}}))
-    const child = spawn(process.execPath, ['bin/dev.js', 'proxy', '--target-uri', 'http://127.0.0.1:9', '--authz-config', file, 'x'], {stdio: ['ignore', 'ignore', 'pipe']})
+    const child = spawn(process.execPath, ['bin/dev.js', 'proxy', '--target-uri', 'http://127.0.0.1:9', '--oidc-issuer', 'http://127.0.0.1:9', '--authz-config', file, 'x'], {stdio: ['ignore', 'ignore', 'pipe']})
     let stderr = ''
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
     const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
