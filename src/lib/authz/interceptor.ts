@@ -6,13 +6,12 @@
  */
 import type {Logger} from '../log/logger.ts'
 import {INVALID_REQUEST, PARSE_ERROR, isRecord, jsonRpcError, parseJsonRpcBody, type JsonRpcId} from '../mcp/json-rpc.ts'
-import {createSseTransform} from '../mcp/sse.ts'
 import type {InterceptDecision, InterceptedRequest, LocalAnswer, RequestInterceptor} from '../proxy/types.ts'
 import {AnnotationCache} from './annotation-cache.ts'
 import {Authorizer, type AuthorizerOptions} from './authorizer.ts'
 import type {PrincipalPart, ToolAnnotations} from './entity-model.ts'
 import {filterListResult} from './list-filter.ts'
-import {listResponseTransform, streamSseMapper, type ResultFilter} from './list-response.ts'
+import {listResponseTransform, streamResponseTransform, type ResponseHeaders, type ResultFilter} from './list-response.ts'
 import {methodRule, type ListKind} from './method-table.ts'
 import type {AuthzConfig} from './policy-file.ts'
 
@@ -56,7 +55,7 @@ export class AuthzInterceptor implements RequestInterceptor {
     if (BODYLESS_METHODS.has(method)) {
       if (method !== 'GET' || !request.principal) return request.principal ? {action: 'forward'} : {action: 'answer', answer: forbiddenAnswer(undefined)}
       const principal = this.#principal(request)
-      return {action: 'forward', rewriteResponse: (type) => this.#streamRewriter(type, principal)}
+      return {action: 'forward', rewriteResponse: (_type, headers?: ResponseHeaders) => this.#streamRewriter(principal, headers)}
     }
     if (method !== 'POST') return {action: 'answer', answer: forbiddenAnswer(undefined)}
 
@@ -88,7 +87,10 @@ export class AuthzInterceptor implements RequestInterceptor {
     }
     if (rule.rule === 'list') {
       if (id === undefined) return {action: 'forward'} // a notification gets no answer to filter
-      return {action: 'forward', rewriteResponse: (type) => this.#listRewriter(type, id, rule.kind, principal)}
+      return {
+        action: 'forward',
+        rewriteResponse: (type, headers?: ResponseHeaders) => this.#listRewriter(type, headers, id, rule.kind, principal, message.method),
+      }
     }
     const params = isRecord(message.params) ? message.params : {}
     const target = params[rule.idParam]
@@ -147,12 +149,29 @@ export class AuthzInterceptor implements RequestInterceptor {
     }
   }
 
-  #listRewriter(contentType: string | undefined, id: JsonRpcId, kind: ListKind, principal: PrincipalPart) {
-    return listResponseTransform(contentType, id, kind, this.#filter(principal, true))
+  // `headers` is optional: the proxy seam (ResponseRewriter) passes the content type, and the
+  // response headers once it hands them over; a coded body is refused either way, since a
+  // compressed body is not UTF-8 text.
+  #listRewriter(contentType: string | undefined, headers: ResponseHeaders | undefined, id: JsonRpcId, kind: ListKind, principal: PrincipalPart, method: string) {
+    return listResponseTransform(contentType, id, kind, this.#filter(principal, true), {
+      headers,
+      onRefused: (reason) => this.#refused(principal, method, reason),
+    })
   }
 
-  #streamRewriter(contentType: string | undefined, principal: PrincipalPart) {
-    if (!(contentType ?? '').toLowerCase().includes('text/event-stream')) return undefined
-    return createSseTransform(streamSseMapper(this.#filter(principal, true)))
+  // A GET stream is read as SSE by MCP clients whatever its content type, so it is always mapped.
+  #streamRewriter(principal: PrincipalPart, headers: ResponseHeaders | undefined) {
+    return streamResponseTransform(this.#filter(principal, true), {
+      headers,
+      onRefused: (reason) => this.#refused(principal, 'GET stream', reason),
+    })
+  }
+
+  #refused(principal: PrincipalPart, method: string, reason: string): void {
+    this.#logger?.warn('authz refused an upstream list response', {
+      principal: `Client::${JSON.stringify(principal.uid.id)}`,
+      method,
+      reason,
+    })
   }
 }

@@ -97,13 +97,34 @@ export class SseSplitter {
   get pending(): string {
     return this.#raw + this.#buffer
   }
+
+  /** The lines of that incomplete event, including an unterminated last line. */
+  get pendingLines(): string[] {
+    return this.#buffer === '' ? [...this.#lines] : [...this.#lines, this.#buffer]
+  }
 }
 
-/** A byte transform over an SSE body that applies `mapper` to each complete event. */
-export function createSseTransform(mapper: SseEventMapper): TransformStream<Uint8Array, Uint8Array> {
-  const decoder = new TextDecoder('utf-8')
+export interface SseTransformOptions {
+  /**
+   * The body is not UTF-8 (event streams are UTF-8 only, §9.2.6; a compressed body is the usual
+   * cause). Return text to send in place of the rest of the body, which is then discarded, or
+   * undefined to fail the stream. Without this option the stream fails.
+   */
+  onUndecodable?: () => string | undefined
+}
+
+export class SseDecodeError extends Error {}
+
+/**
+ * A byte transform over an SSE body that applies `mapper` to each complete event. Bytes that are
+ * not UTF-8 are never passed on: decoding is strict, and `options.onUndecodable` decides what the
+ * client gets instead.
+ */
+export function createSseTransform(mapper: SseEventMapper, options: SseTransformOptions = {}): TransformStream<Uint8Array, Uint8Array> {
+  const decoder = new TextDecoder('utf-8', {fatal: true})
   const encoder = new TextEncoder()
   const splitter = new SseSplitter()
+  let refused = false
   const run = (text: string, controller: TransformStreamDefaultController<Uint8Array>, final = false) => {
     let out = ''
     splitter.push(text, (raw, lines) => {
@@ -114,16 +135,36 @@ export function createSseTransform(mapper: SseEventMapper): TransformStream<Uint
       const replacement = mapper(parseSseFields(lines))
       out += replacement ?? raw
     }, final)
+    if (final && parseSseFields(splitter.pendingLines).data === undefined) {
+      // An unterminated tail without a data line dispatches nothing, so it is harmless to pass
+      // (a non-SSE error body such as `{"error":…}` keeps its text).
+      out += splitter.pending
+    }
     if (out !== '') controller.enqueue(encoder.encode(out))
+  }
+  const decode = (controller: TransformStreamDefaultController<Uint8Array>, chunk?: Uint8Array): string | undefined => {
+    try {
+      return chunk ? decoder.decode(chunk, {stream: true}) : decoder.decode()
+    } catch {
+      refused = true
+      const replacement = options.onUndecodable?.()
+      if (replacement === undefined) controller.error(new SseDecodeError('event stream is not UTF-8'))
+      else if (replacement !== '') controller.enqueue(encoder.encode(replacement))
+      return undefined
+    }
   }
   return new TransformStream({
     transform(chunk, controller) {
-      run(decoder.decode(chunk, {stream: true}), controller)
+      if (refused) return
+      const text = decode(controller, chunk)
+      if (text !== undefined) run(text, controller)
     },
     flush(controller) {
-      run(decoder.decode(), controller, true)
-      // An unterminated trailing event is dropped: clients would not dispatch it either, and it
-      // must not reach them unchecked.
+      if (refused) return
+      const text = decode(controller)
+      // An unterminated trailing event with data is dropped: clients would not dispatch it
+      // either, and it must not reach them unchecked.
+      if (text !== undefined) run(text, controller, true)
     },
   })
 }

@@ -70,4 +70,61 @@ describe('SSE parsing and re-serialising', () => {
     await w.close()
     assert.equal(await read, 'data: HÉLLO\n\n')
   })
+
+  it('passes an unterminated tail that holds no data line (a non-SSE error body keeps its text)', async () => {
+    assert.equal(await run(['data: done\n\n{"error":"Method not allowed"}'], () => undefined), 'data: done\n\n{"error":"Method not allowed"}')
+  })
+
+  it('drops an unterminated tail whose last line is a data line without a colon', async () => {
+    assert.equal(await run(['data: done\n\ndata'], () => undefined), 'data: done\n\n')
+  })
+
+  async function runBytes(chunks: Uint8Array[], options?: Parameters<typeof createSseTransform>[1]): Promise<{out: string; error: unknown}> {
+    const t = createSseTransform(() => undefined, options)
+    const writer = t.writable.getWriter()
+    let out = ''
+    let error: unknown
+    const done = (async () => {
+      try {
+        for await (const c of t.readable as unknown as AsyncIterable<Uint8Array>) out += new TextDecoder().decode(c)
+      } catch (err) {
+        error = err
+      }
+    })()
+    try {
+      for (const c of chunks) await writer.write(c)
+      await writer.close()
+    } catch {
+      // the readable side reports it
+    }
+    await done
+    return {out, error}
+  }
+
+  const enc = (s: string) => new TextEncoder().encode(s)
+  const notUtf8 = new Uint8Array([0x1f, 0x8b, 0x08, 0x00, 0xff, 0x0a, 0x0a]) // a gzip header, then 0xff
+
+  it('fails the stream on bytes that are not UTF-8, after the events before them', async () => {
+    const {out, error} = await runBytes([enc('data: one\n\n'), notUtf8, enc('data: two\n\n')])
+    assert.equal(out, 'data: one\n\n')
+    assert.ok(error instanceof Error && /not UTF-8/.test(error.message), String(error))
+  })
+
+  it('fails the stream on a UTF-8 sequence cut off at the end', async () => {
+    const {error} = await runBytes([enc('data: one\n\n'), new Uint8Array([0xc3])])
+    assert.ok(error instanceof Error, 'a truncated multi-byte character was accepted')
+  })
+
+  it('sends the replacement once and discards the rest when onUndecodable gives one', async () => {
+    let calls = 0
+    const {out, error} = await runBytes([enc('data: one\n\n'), notUtf8, enc('data: two\n\n'), notUtf8], {
+      onUndecodable: () => {
+        calls++
+        return 'data: refused\n\n'
+      },
+    })
+    assert.equal(error, undefined)
+    assert.equal(out, 'data: one\n\ndata: refused\n\n')
+    assert.equal(calls, 1)
+  })
 })
