@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import {spawn, type ChildProcess} from 'node:child_process'
 import {mkdtemp, rm, writeFile} from 'node:fs/promises'
-import {createServer, type Server} from 'node:http'
+import {createServer, request as httpRequest, type Server} from 'node:http'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {gunzipSync, gzipSync} from 'node:zlib'
 import {after, before, describe, it} from 'node:test'
 import {Client} from '@modelcontextprotocol/sdk/client/index.js'
 import {StreamableHTTPClientTransport} from '@modelcontextprotocol/sdk/client/streamableHttp.js'
@@ -304,6 +305,64 @@ describe('toolgate proxy --authz-config (end to end)', () => {
     assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['echo'])
     await assert.rejects(client.callTool({name: 'wipe', arguments: {}}), /403|Unauthorized/)
   })
+
+  // A hand-written upstream: no real MCP server here compresses its answers, but servers behind
+  // compression middleware do, whatever accept-encoding they are sent.
+  for (const [label, type, frame] of [
+    ['JSON', 'application/json', (s: string) => s],
+    ['SSE', 'text/event-stream', (s: string) => `event: message\ndata: ${s}\n\n`],
+    ['octet-stream', 'application/octet-stream', (s: string) => s],
+  ] as const) {
+    it(`never passes a gzip-compressed ${label} tools/list answer through unfiltered`, async () => {
+      const gz = createServer((req, res) => {
+        let body = ''
+        req.on('data', (d: Buffer) => (body += d.toString()))
+        req.on('end', () => {
+          const id = (JSON.parse(body) as {id: number}).id
+          const list = {jsonrpc: '2.0', id, result: {tools: [{name: 'echo'}, {name: 'secret-admin-tool'}]}}
+          res.writeHead(200, {'content-type': type, 'content-encoding': 'gzip'})
+          res.end(gzipSync(frame(JSON.stringify(list))))
+        })
+      })
+      await new Promise<void>((resolve) => gz.listen(0, '127.0.0.1', resolve))
+      const policyFile = join(dir, 'authz.json')
+      const gzProxy = await startProxyInProcess('gzip-server', {target: `http://127.0.0.1:${(gz.address() as {port: number}).port}`, issuer: idp.issuer, audience: idp.audience, policyFile})
+      try {
+        // node:http does not decompress: these are the bytes the client gets.
+        const raw = await new Promise<Buffer>((resolve, reject) => {
+          const req = httpRequest(
+            gzProxy.url + '/mcp',
+            {
+              method: 'POST',
+              headers: {'content-type': 'application/json', accept: 'application/json, text/event-stream', 'accept-encoding': 'gzip', authorization: `Bearer ${tokens.carol}`},
+              timeout: 30_000,
+            },
+            (res) => {
+              const chunks: Buffer[] = []
+              res.on('data', (c: Buffer) => chunks.push(c))
+              res.on('end', () => resolve(Buffer.concat(chunks)))
+              res.on('error', reject)
+            },
+          )
+          req.on('error', reject)
+          req.end(rpc(41, 'tools/list'))
+        })
+        let text = raw.toString('latin1')
+        try {
+          text += gunzipSync(raw).toString('utf8')
+        } catch {
+          // not gzip: the proxy replaced the body
+        }
+        assert.doesNotMatch(text, /secret-admin-tool/)
+        assert.match(raw.toString('utf8'), /"id":41,"error":\{"code":-32603/)
+        assert.match(gzProxy.stderr(), /authz refused an upstream list response/)
+      } finally {
+        await gzProxy.stop()
+        await new Promise((r) => gz.close(r))
+        gz.closeAllConnections()
+      }
+    })
+  }
 
   it('logs decisions with principal, action, resource and policy, never the token', () => {
     const log = proxy.stderr() + jsonProxy.stderr()
