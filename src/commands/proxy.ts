@@ -96,7 +96,9 @@ export default class Proxy extends BaseCommand {
       }
       config.interceptor = await loadAuthzInterceptor(flags['authz-config'], {logger})
     }
-    // Remote OAuth (src/lib/oauth): logs in (or restores the saved login) before listening.
+    // Remote OAuth (src/lib/oauth): flags and the secrets store are checked now, the login runs
+    // once the port is bound, so a busy --port is reported before anyone is sent to a browser.
+    // Until the login is done, clients get 503 with Retry-After (the token source has no token).
     const remoteAuth = await remoteAuthFromFlags(flags, flags['target-uri'], {
       logger,
       openStore: () => openSecretStore({logger}),
@@ -104,9 +106,9 @@ export default class Proxy extends BaseCommand {
       json: flags.json,
       isTTY: process.stderr.isTTY === true,
     })
-    if (remoteAuth) config.upstreamToken = remoteAuth
+    if (remoteAuth) config.upstreamToken = remoteAuth.source
     const proxy = await startProxy(config, {logger}).catch(async (err: unknown) => {
-      await remoteAuth?.close()
+      await remoteAuth?.source.close()
       throw err
     })
     const target = flags['target-uri']
@@ -116,13 +118,27 @@ export default class Proxy extends BaseCommand {
       port: proxy.port,
       target,
     })
-    await new Promise<void>((resolve) => {
+    let stopping = false
+    const stopped = new Promise<void>((resolve) => {
       const stop = (signal: string) => {
+        stopping = true
         logger.info('shutting down', {signal})
         proxy.close().then(resolve, resolve)
       }
       process.once('SIGINT', () => stop('SIGINT'))
       process.once('SIGTERM', () => stop('SIGTERM'))
     })
+    if (remoteAuth) {
+      try {
+        await remoteAuth.login()
+      } catch (err) {
+        // Interrupted by a signal: that is a normal shutdown, not a failed login.
+        if (!stopping) {
+          await proxy.close()
+          throw err
+        }
+      }
+    }
+    await stopped
   }
 }

@@ -97,10 +97,17 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
     const first = await start()
     const url = await waitFor('the login URL', () => loginUrl(first), first)
     assert.match(first.stderr(), /Waiting for login \(30s\)…/)
+    // The proxy listens before the login: the startup line is out, and clients are told to retry.
+    const proxyUrl = listening(first)
+    assert.ok(proxyUrl, `no listening line before the login; stdout: ${first.stdout()}`)
+    const early = await fetch(`${proxyUrl}/mcp`)
+    assert.equal(early.status, 503)
+    assert.equal(early.headers.get('retry-after'), '5')
+    await early.body?.cancel()
     const page = await driveLogin(url, {login: 'carol'})
     assert.equal(page.status, 200)
-    const proxyUrl = await waitFor('the listening line', () => listening(first), first)
-    assert.match(first.stderr(), /Logged in as carol/)
+    await waitFor('the login', () => (/Logged in as carol/.test(first.stderr()) ? true : undefined), first)
+    assert.equal(first.stdout().match(/listening on/g)?.length, 1, 'one startup line')
 
     const statuses: number[] = []
     const until = Date.now() + 5000
@@ -116,12 +123,44 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
     // The refresh token and the registration were saved: no browser on the next start.
     const second = await start(['--json'])
     const proxyUrl2 = await waitFor('the listening line', () => /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(second.stdout())?.[1], second)
+    // The startup line comes first now (the login runs after binding): wait for the restore.
+    await waitFor('the restored login', () => (/"event":"restored"/.test(second.stderr()) ? true : undefined), second)
     const events = second.stderr().split('\n').filter((l) => l.includes('"type":"remote_auth"')).map((l) => JSON.parse(l).event)
     assert.deepEqual(events, ['discovered', 'restored'])
     const res = await fetch(`${proxyUrl2}/mcp`)
     assert.equal(res.status, 200)
     await res.body?.cancel()
     await stop(second)
+
+    // Other scopes than the saved login's: not silently reused; a new login, and stderr says why.
+    const third = await start(['--remote-auth-scopes', 'openid'])
+    const url3 = await waitFor('the login URL', () => loginUrl(third), third)
+    assert.match(third.stderr(), /A new login is needed: the saved login was made with other settings: scopes changed from "openid profile email" to "openid" \(--remote-auth-scopes\)/)
+    assert.equal(new URL(url3).searchParams.get('scope'), 'openid')
+    assert.equal((await driveLogin(url3, {login: 'carol'})).status, 200)
+    await waitFor('the login', () => (/Logged in as carol/.test(third.stderr()) ? true : undefined), third)
+    await stop(third)
+  })
+
+  it('reports a busy --port before any login starts', async () => {
+    const busy = createServer()
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', () => resolve()))
+    const port = (busy.address() as {port: number}).port
+    try {
+      const run = runProxy(
+        ['busy', '--target-uri', upstream.url, '--port', String(port), '--remote-auth', '--remote-auth-issuer', idp.issuer, '--remote-auth-skip-browser',
+          '--remote-auth-callback-port', String(await freePort()), '--remote-auth-timeout', '5s'],
+        await mkdtemp(join(home, 'busy-')),
+      )
+      runs.push(run)
+      assert.equal(await run.exited, 69)
+      assert.match(run.stderr(), new RegExp(`--port: address 127\\.0\\.0\\.1:${port} is already in use`))
+      assert.equal(loginUrl(run), undefined, 'no login URL was printed')
+      assert.doesNotMatch(run.stderr(), /Remote authorization server|Waiting for login/)
+      assert.equal(run.stdout(), '')
+    } finally {
+      await new Promise<void>((resolve) => busy.close(() => resolve()))
+    }
   })
 
   it('exits non-zero with the server error when the user denies access', async () => {
@@ -135,7 +174,8 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
     assert.equal(page.status, 400)
     assert.equal(await run.exited, 77)
     assert.match(run.stderr(), /Error: authorization failed: access_denied \(End-User aborted interaction\)/)
-    assert.equal(run.stdout(), '', 'the proxy never listened')
+    // It listened during the login (503 to clients) and closed when the login failed.
+    assert.match(run.stdout(), /listening on/)
   })
 
   it('exits non-zero after --remote-auth-timeout with a clear message, releasing the callback port', async () => {

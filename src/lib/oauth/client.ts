@@ -13,9 +13,6 @@ export interface ClientRecord {
   /** The redirect URI a dynamic registration was made for; a different port means re-registering. */
   redirect_uri?: string
   dynamic: boolean
-  /** RFC 7592 management credentials, kept so a registration can be deleted on logout. */
-  registration_access_token?: string
-  registration_client_uri?: string
 }
 
 /** Picks client authentication for a confidential client: Basic unless the server only does post. */
@@ -39,7 +36,10 @@ export function oauthClient(client: ClientRecord): oauth.Client {
 
 /**
  * RFC 7591 dynamic registration as a public native client (RFC 8252): no secret, PKCE does the
- * proving, loopback redirect, authorization_code + refresh_token.
+ * proving, loopback redirect, authorization_code + refresh_token. The RFC 7592 management
+ * credentials of the answer (registration_access_token, registration_client_uri) are not kept:
+ * nothing here updates or deletes registrations, and a credential nobody uses is only a liability.
+ * Logging out is deleting the saved names (docs/remote-auth.md).
  */
 export async function registerClient(server: ResolvedServer, redirectUri: string, fetch: FetchLike, clientName = 'toolgate proxy'): Promise<ClientRecord> {
   const endpoint = server.as.registration_endpoint
@@ -75,8 +75,6 @@ export async function registerClient(server: ResolvedServer, redirectUri: string
     token_endpoint_auth_method: method,
     redirect_uri: redirectUri,
     dynamic: true,
-    ...(typeof registered.registration_access_token === 'string' ? {registration_access_token: registered.registration_access_token} : {}),
-    ...(typeof registered.registration_client_uri === 'string' ? {registration_client_uri: registered.registration_client_uri} : {}),
   }
 }
 
@@ -86,7 +84,14 @@ export function parseClientRecord(text: string | undefined): ClientRecord | unde
   try {
     const v = JSON.parse(text) as Partial<ClientRecord>
     if (typeof v.client_id !== 'string' || typeof v.token_endpoint_auth_method !== 'string') return undefined
-    return {...v, dynamic: true} as ClientRecord
+    // Only the fields in use: older records also held the RFC 7592 registration access token.
+    return {
+      client_id: v.client_id,
+      ...(typeof v.client_secret === 'string' ? {client_secret: v.client_secret} : {}),
+      token_endpoint_auth_method: v.token_endpoint_auth_method,
+      ...(typeof v.redirect_uri === 'string' ? {redirect_uri: v.redirect_uri} : {}),
+      dynamic: true,
+    }
   } catch {
     return undefined
   }

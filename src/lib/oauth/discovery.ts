@@ -123,7 +123,9 @@ async function fetchMetadata(url: URL, fetch: FetchLike): Promise<ProtectedResou
   let body: unknown
   try {
     body = await response.json()
-  } catch {
+  } catch (err) {
+    // An oversized body (the capped fetch of oauth-http.ts) says so rather than "not JSON".
+    if (err instanceof ToolgateError) throw err
     throw new ToolgateError('ERR_OAUTH_FLOW', `${url.href}: protected resource metadata is not JSON`)
   }
   return parseProtectedResourceMetadata(body, url.href)

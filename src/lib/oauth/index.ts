@@ -39,16 +39,16 @@ export interface RemoteAuthDeps {
 }
 
 /**
- * Builds and starts the remote OAuth token source for `proxy --remote-auth`: resolves the
- * authorization server, restores a saved login or runs the browser login. Rejects (and releases
- * everything) when no first token can be had, so the command exits non-zero.
+ * Builds the remote OAuth token source without contacting anyone: `start()` (discovery, then the
+ * saved or the browser login) is the caller's next step, after it has bound its port. Until then
+ * the source answers ERR_NO_UPSTREAM_TOKEN (the proxy's 503 with Retry-After).
  */
-export async function startRemoteAuth(options: RemoteAuthOptions, deps: RemoteAuthDeps): Promise<RemoteOAuthTokenSource> {
+export async function prepareRemoteAuth(options: RemoteAuthOptions, deps: RemoteAuthDeps): Promise<RemoteOAuthTokenSource> {
   // Contract §2: what remote documents teach may lead to private addresses only when the
   // operator's own starting URL (issuer, else target) is on one.
   const root = options.issuer ?? options.targetUri
   const http = deps.http ?? createOAuthHttp({allowPrivateLearned: await isPrivateDestination(root)})
-  const source = new RemoteOAuthTokenSource(options, {
+  return new RemoteOAuthTokenSource(options, {
     http,
     store: deps.store,
     progress: deps.progress,
@@ -57,6 +57,15 @@ export async function startRemoteAuth(options: RemoteAuthOptions, deps: RemoteAu
     ...(deps.now ? {now: deps.now} : {}),
     ...(deps.reloginIntervalMs !== undefined ? {reloginIntervalMs: deps.reloginIntervalMs} : {}),
   })
+}
+
+/**
+ * Builds and starts the remote OAuth token source: resolves the authorization server, restores a
+ * saved login or runs the browser login. Rejects (and releases everything) when no first token can
+ * be had.
+ */
+export async function startRemoteAuth(options: RemoteAuthOptions, deps: RemoteAuthDeps): Promise<RemoteOAuthTokenSource> {
+  const source = await prepareRemoteAuth(options, deps)
   try {
     await source.start()
   } catch (err) {
@@ -77,20 +86,37 @@ export interface RemoteAuthFromFlagsDeps {
   env?: NodeJS.ProcessEnv
 }
 
+export interface RemoteAuth {
+  /** The upstream token source; hand it to the proxy before it listens. */
+  source: RemoteOAuthTokenSource
+  /**
+   * Discovery, then the saved or the browser login, with progress on stderr. Rejects when no first
+   * token can be had; the caller then closes what it started (closing the proxy closes `source`).
+   */
+  login(): Promise<void>
+}
+
 /**
- * The whole `--remote-auth*` wiring for a command: flags → options (usage errors first), the
- * secrets store, progress rendering, then the login. Undefined when `--remote-auth` is off.
+ * The whole `--remote-auth*` wiring for a command: flags → options (usage errors first) and the
+ * secrets store now; the login when the caller is ready for it, i.e. after binding its port, so a
+ * busy port is reported before anyone is sent to a browser. Undefined when `--remote-auth` is off.
  */
-export async function remoteAuthFromFlags(flags: RemoteAuthFlags, targetUri: string, deps: RemoteAuthFromFlagsDeps): Promise<RemoteOAuthTokenSource | undefined> {
+export async function remoteAuthFromFlags(flags: RemoteAuthFlags, targetUri: string, deps: RemoteAuthFromFlagsDeps): Promise<RemoteAuth | undefined> {
   const options = await remoteAuthOptionsFromFlags(flags, targetUri, {env: deps.env ?? process.env})
   if (!options) return undefined
   const progress = createProgressRenderer({write: deps.write, json: deps.json, isTTY: deps.isTTY})
-  try {
-    return await startRemoteAuth(options, {store: secretTokenStore(await deps.openStore(), deps.logger), progress, logger: deps.logger})
-  } catch (err) {
-    if (err instanceof ToolgateError) progress({event: 'login_failed', code: err.code, message: err.message})
-    throw err
-  } finally {
-    progress.stop()
+  const source = await prepareRemoteAuth(options, {store: secretTokenStore(await deps.openStore(), deps.logger), progress, logger: deps.logger})
+  return {
+    source,
+    async login() {
+      try {
+        await source.start()
+      } catch (err) {
+        if (err instanceof ToolgateError) progress({event: 'login_failed', code: err.code, message: err.message})
+        throw err
+      } finally {
+        progress.stop()
+      }
+    },
   }
 }

@@ -38,6 +38,11 @@ export function oauthFailure(err: unknown): OAuthFailure {
 /** `<what> failed: <error>: <description>` or the underlying reason, as a ToolgateError. */
 export function toOAuthError(err: unknown, what: string, code: ErrorCode = 'ERR_OAUTH_FLOW'): ToolgateError {
   if (err instanceof ToolgateError) return err
+  // oauth4webapi wraps a failed body read ("failed to parse … as JSON"); the reason that matters
+  // (an oversized or cut-off response, a timeout) is our own error further down the cause chain.
+  for (let e = (err as {cause?: unknown})?.cause, depth = 0; e && depth < 5; e = (e as {cause?: unknown}).cause, depth++) {
+    if (e instanceof ToolgateError) return new ToolgateError(e.code, `${what} failed: ${e.message}`, {cause: err, ...(e.details ? {details: e.details} : {})})
+  }
   const f = oauthFailure(err)
   if (f.error) {
     const text = `${what} failed: ${f.error}${f.description ? ` (${f.description})` : ''}`

@@ -9,7 +9,7 @@ import type {OAuthHttp} from './oauth-http.ts'
 import {oauthErrorCode, toOAuthError} from './oauth-errors.ts'
 import type {ProgressSink} from './progress.ts'
 import {OIDC_DEFAULT_SCOPES, type RemoteAuthOptions} from './remote-auth-options.ts'
-import {parseStoredRefresh, storeNames, type StoreNames, type TokenStore} from './token-store.ts'
+import {grantMismatch, parseStoredRefresh, sameGrant, storeNames, type StoreNames, type TokenStore} from './token-store.ts'
 
 export interface TokenSourceDeps {
   http: OAuthHttp
@@ -41,7 +41,8 @@ const noToken = (message: string, cause?: unknown) => new ToolgateError('ERR_NO_
  * refreshing it shortly before expiry with one refresh for any number of concurrent callers.
  * A dead refresh token or a revoked registration leads to one new (background) login — a person
  * has to act, so it is never retried in a loop; meanwhile callers get ERR_NO_UPSTREAM_TOKEN, which
- * the proxy answers with 503 and Retry-After.
+ * the proxy answers with 503 and Retry-After. The proxy listens before `start()` (so a busy port is
+ * reported before anyone logs in): until `start()` has finished, `getToken` answers the same way.
  */
 export class RemoteOAuthTokenSource implements UpstreamTokenSource {
   readonly #options: RemoteAuthOptions
@@ -57,6 +58,9 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
   #nextRefreshAt = 0
   #login: Promise<void> | undefined
   #lastLoginFailureAt = -Infinity
+  /** Set when start() has finished; before that only start() may refresh or log in. */
+  #started = false
+  #closing: Promise<void> | undefined
   /** Counters for tests and debug logs: how many refresh and login round trips really happened. */
   readonly stats = {refreshes: 0, logins: 0, registrations: 0}
 
@@ -83,25 +87,39 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
     if (this.#options.clientId) {
       this.#client = preRegisteredClient(this.#options.clientId, this.#options.clientSecret, server.as)
     } else {
-      this.#client = parseClientRecord(await this.#deps.store.get(this.#names.client))
+      const stored = await this.#deps.store.get(this.#names.client)
+      this.#client = parseClientRecord(stored)
+      // Records saved by earlier versions also held the unused RFC 7592 registration access token.
+      if (this.#client && stored && JSON.parse(stored).registration_access_token !== undefined) {
+        await this.#deps.store.set(this.#names.client, JSON.stringify(this.#client))
+      }
     }
     const saved = parseStoredRefresh(await this.#deps.store.get(this.#names.refresh))
     if (saved && this.#client && saved.client_id === this.#client.client_id && saved.issuer === server.as.issuer) {
-      this.#refreshToken = saved.refresh_token
-      try {
-        await this.#refresh()
-        this.#deps.progress({event: 'restored', issuer: server.as.issuer})
-        return
-      } catch (err) {
-        // A dead grant or client was already forgotten by #refresh; anything else stops here.
-        if (this.#refreshToken !== undefined) throw err
-        this.#deps.progress({event: 'login_required', reason: (err as Error).message})
+      if (!sameGrant(saved, this.#scopes(), this.#resource())) {
+        // Reusing it would silently keep the old scopes/audience (a refresh cannot widen them,
+        // RFC 6749 §6; RFC 8707 §2.2): log in again and say why.
+        this.#deps.progress({event: 'login_required', reason: grantMismatch(saved, this.#scopes(), this.#resource())})
+      } else {
+        this.#refreshToken = saved.refresh_token
+        try {
+          await this.#refresh()
+          this.#deps.progress({event: 'restored', issuer: server.as.issuer})
+          this.#started = true
+          return
+        } catch (err) {
+          // A dead grant or client was already forgotten by #refresh; anything else stops here.
+          if (this.#refreshToken !== undefined) throw err
+          this.#deps.progress({event: 'login_required', reason: (err as Error).message})
+        }
       }
     }
     await this.#interactive()
+    this.#started = true
   }
 
   async getToken(signal?: AbortSignal): Promise<string> {
+    if (!this.#started) throw noToken('the remote login has not finished yet (see the proxy output)')
     const access = this.#access
     if (access && this.#now() < access.expiresAt - access.skewMs) return access.token
     if (this.#refreshToken !== undefined) {
@@ -134,19 +152,14 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
     }
   }
 
-  async close(): Promise<void> {
-    this.#abort.abort(new ToolgateError('ERR_OAUTH_FLOW', 'the proxy is shutting down'))
-    await this.#login?.catch(() => {})
-    await this.#deps.http.close()
-  }
-
-  /** Forgets the saved login (and registration) for this target and issuer. */
-  async logout(): Promise<void> {
-    if (!this.#names) return
-    await this.#deps.store.delete(this.#names.refresh)
-    await this.#deps.store.delete(this.#names.client)
-    this.#refreshToken = undefined
-    this.#access = undefined
+  /** Stops a login in progress and releases the HTTP clients; safe to call more than once. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#abort.abort(new ToolgateError('ERR_OAUTH_FLOW', 'the proxy is shutting down'))
+      await this.#login?.catch(() => {})
+      await this.#deps.http.close()
+    })()
+    return this.#closing
   }
 
   #refreshOnce(signal?: AbortSignal): Promise<void> {
@@ -219,7 +232,15 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
       this.#refreshToken = tokens.refresh_token
       await this.#deps.store.set(
         names.refresh,
-        JSON.stringify({refresh_token: tokens.refresh_token, client_id: client.client_id, issuer: (this.#server as ResolvedServer).as.issuer, saved_at: new Date(now).toISOString()}),
+        JSON.stringify({
+          refresh_token: tokens.refresh_token,
+          client_id: client.client_id,
+          issuer: (this.#server as ResolvedServer).as.issuer,
+          // What the grant was asked for, so a later start with other flags logs in again.
+          scopes: this.#scopes(),
+          ...(this.#resource() !== undefined ? {resource: this.#resource()} : {}),
+          saved_at: new Date(now).toISOString(),
+        }),
       )
     }
   }

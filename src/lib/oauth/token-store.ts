@@ -49,7 +49,33 @@ export interface StoredRefresh {
   refresh_token: string
   client_id: string
   issuer: string
+  /** The scopes the login asked for (a refresh can only narrow them, RFC 6749 §6). */
+  scopes?: string[]
+  /** The RFC 8707 resource the login was for; absent when none was sent. */
+  resource?: string
   saved_at: string
+}
+
+/**
+ * Whether a saved login was made for these scopes and this resource. The names stay keyed by
+ * (target, issuer) so one login per target is kept and the documented logout recipe holds; a
+ * record saved before scopes and resource were recorded never matches (deny when unsure).
+ */
+export function sameGrant(saved: StoredRefresh, scopes: string[], resource: string | undefined): boolean {
+  if (!Array.isArray(saved.scopes) || !saved.scopes.every((s) => typeof s === 'string')) return false
+  const a = [...new Set(saved.scopes)].sort()
+  const b = [...new Set(scopes)].sort()
+  return a.length === b.length && a.every((s, i) => s === b[i]) && (saved.resource ?? undefined) === resource
+}
+
+/** Why a saved login is not reused, in words for the person running the proxy (stderr). */
+export function grantMismatch(saved: StoredRefresh, scopes: string[], resource: string | undefined): string {
+  if (!Array.isArray(saved.scopes)) return 'the saved login does not record the scopes and resource it was made for'
+  const fmt = (list: string[]) => (list.length > 0 ? `"${list.join(' ')}"` : '(none)')
+  const parts: string[] = []
+  if (!sameGrant({...saved, resource}, scopes, resource)) parts.push(`scopes changed from ${fmt(saved.scopes)} to ${fmt(scopes)} (--remote-auth-scopes)`)
+  if ((saved.resource ?? undefined) !== resource) parts.push(`resource changed from ${saved.resource ?? '(none)'} to ${resource ?? '(none)'} (--remote-auth-resource)`)
+  return `the saved login was made with other settings: ${parts.join('; ')}`
 }
 
 export function parseStoredRefresh(text: string | undefined): StoredRefresh | undefined {

@@ -4,8 +4,8 @@ import {after, before, describe, it} from 'node:test'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {isToolgateError} from '../../../src/lib/errors.ts'
 import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
-import {startRemoteAuth, MemoryTokenStore, remoteAuthOptionsFromFlags} from '../../../src/lib/oauth/index.ts'
-import {createOAuthHttp} from '../../../src/lib/oauth/oauth-http.ts'
+import {prepareRemoteAuth, startRemoteAuth, MemoryTokenStore, remoteAuthOptionsFromFlags} from '../../../src/lib/oauth/index.ts'
+import {createOAuthHttp, type FetchLike, type OAuthHttp} from '../../../src/lib/oauth/oauth-http.ts'
 import type {RemoteAuthOptions} from '../../../src/lib/oauth/remote-auth-options.ts'
 import {freePort, recordingUser, startLoginProvider, startProtectedResource, type ProtectedResource} from '../../helpers/oidc-login.ts'
 
@@ -20,6 +20,19 @@ async function callUpstream(url: string, token: string): Promise<number> {
   const res = await fetch(url, {headers: {authorization: `Bearer ${token}`}})
   await res.body?.cancel()
   return res.status
+}
+
+/** The real guarded clients, with the registration responses (RFC 7591) copied off the wire. */
+function tappedHttp(registrations: Array<Record<string, string>>): OAuthHttp {
+  const http = createOAuthHttp({allowPrivateLearned: true})
+  const tap =
+    (f: FetchLike): FetchLike =>
+    async (url, init) => {
+      const res = await f(url, init)
+      if (init?.method === 'POST' && new URL(url).pathname.endsWith('/reg')) registrations.push((await res.clone().json()) as Record<string, string>)
+      return res
+    }
+  return {trusted: tap(http.trusted), learned: tap(http.learned), close: () => http.close()}
 }
 
 async function rejects(p: Promise<unknown>): Promise<Error & {code?: string}> {
@@ -78,6 +91,10 @@ describe('remote OAuth login against a real oidc-provider', () => {
       assert.equal(store.entries.size, 2)
       const client = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('/client'))?.[1] as string)
       assert.equal(client.token_endpoint_auth_method, 'none')
+      // Nothing uses RFC 7592 management, so its credentials are not kept at rest.
+      assert.deepEqual(Object.keys(client).sort(), ['client_id', 'dynamic', 'redirect_uri', 'token_endpoint_auth_method'])
+      const refresh = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('/refresh'))?.[1] as string)
+      assert.deepEqual({scopes: refresh.scopes, resource: refresh.resource}, {scopes: ['openid', 'profile', 'email'], resource: AUDIENCE})
     } finally {
       await source.close()
     }
@@ -140,13 +157,111 @@ describe('remote OAuth login against a real oidc-provider', () => {
     }
   })
 
+  it('logs in again, saying why, when the scopes or the resource differ from the saved login', async () => {
+    const table: Array<{name: string; change: Partial<RemoteAuthOptions>; reason?: RegExp}> = [
+      {name: 'same scopes (other order) and resource', change: {scopes: ['profile', 'openid']}},
+      {name: 'other scopes', change: {scopes: ['openid', 'email']}, reason: /scopes changed from "openid profile" to "openid email" \(--remote-auth-scopes\)/},
+      {name: 'other resource', change: {scopes: ['openid', 'profile'], resource: 'https://other.example.test/mcp'}, reason: new RegExp(`resource changed from ${AUDIENCE} to https://other\\.example\\.test/mcp \\(--remote-auth-resource\\)`)},
+      {name: 'no resource', change: {scopes: ['openid', 'profile'], resource: undefined}, reason: /resource changed from \S+ to \(none\)/},
+    ]
+    for (const row of table) {
+      const store = new MemoryTokenStore()
+      const base = await options(upstream.url, {issuer: new URL(idp.issuer), scopes: ['openid', 'profile']})
+      const first = await startRemoteAuth(base, {store, progress: recordingUser().sink})
+      await first.close()
+
+      const user = recordingUser()
+      const second = await startRemoteAuth({...base, ...row.change}, {store, progress: user.sink})
+      try {
+        const events = user.events.map((e) => e.event)
+        if (!row.reason) {
+          assert.deepEqual(events, ['discovered', 'restored'], row.name)
+          assert.equal(second.stats.logins, 0, row.name)
+          continue
+        }
+        assert.deepEqual(events, ['discovered', 'login_required', 'login_url', 'waiting', 'logged_in'], row.name)
+        assert.match(String(user.events[1]?.reason), row.reason, row.name)
+        assert.equal(second.stats.logins, 1, row.name)
+        assert.equal(second.stats.refreshes, 0, row.name)
+        // The new login replaced the saved one: the next start with these flags needs no browser.
+        const third = recordingUser({act: false})
+        await (await startRemoteAuth({...base, ...row.change}, {store, progress: third.sink})).close()
+        assert.deepEqual(third.events.map((e) => e.event), ['discovered', 'restored'], row.name)
+      } finally {
+        await second.close()
+      }
+    }
+  })
+
+  it('does not reuse a login saved without its scopes and resource (older records)', async () => {
+    const store = new MemoryTokenStore()
+    const opts = await options(upstream.url, {issuer: new URL(idp.issuer)})
+    await (await startRemoteAuth(opts, {store, progress: recordingUser().sink})).close()
+    const [name, text] = [...store.entries.entries()].find(([k]) => k.endsWith('/refresh')) as [string, string]
+    const {scopes: _scopes, resource: _resource, ...old} = JSON.parse(text)
+    store.entries.set(name, JSON.stringify(old))
+    const user = recordingUser()
+    const second = await startRemoteAuth(opts, {store, progress: user.sink})
+    try {
+      assert.deepEqual(user.events.map((e) => e.event), ['discovered', 'login_required', 'login_url', 'waiting', 'logged_in'])
+      assert.match(String(user.events[1]?.reason), /does not record the scopes and resource/)
+    } finally {
+      await second.close()
+    }
+  })
+
+  it('drops the RFC 7592 registration access token of an older saved registration', async () => {
+    const store = new MemoryTokenStore()
+    const opts = await options(upstream.url, {issuer: new URL(idp.issuer)})
+    await (await startRemoteAuth(opts, {store, progress: recordingUser().sink})).close()
+    const [name, text] = [...store.entries.entries()].find(([k]) => k.endsWith('/client')) as [string, string]
+    store.entries.set(name, JSON.stringify({...JSON.parse(text), registration_access_token: 'old-management-token', registration_client_uri: `${idp.issuer}/reg/x`}))
+    const user = recordingUser({act: false})
+    await (await startRemoteAuth(opts, {store, progress: user.sink})).close()
+    assert.deepEqual(user.events.map((e) => e.event), ['discovered', 'restored'])
+    assert.ok(!(store.entries.get(name) as string).includes('old-management-token'))
+    assert.ok(!(store.entries.get(name) as string).includes('registration_client_uri'))
+  })
+
+  it('answers no-token while start() runs and never starts a second login for early callers', async () => {
+    const user = recordingUser()
+    const early: Array<Promise<unknown>> = []
+    const ref: {source?: Awaited<ReturnType<typeof prepareRemoteAuth>>} = {}
+    // A request arrives through the already-listening proxy while the person is logging in.
+    const sink = (e: {event: string} & object) => {
+      if (e.event === 'waiting' || e.event === 'discovered') early.push(ref.source!.getToken().then(() => 'token', (err: unknown) => err))
+      user.sink(e)
+    }
+    const source = (ref.source = await prepareRemoteAuth(await options(upstream.url, {issuer: new URL(idp.issuer)}), {store: new MemoryTokenStore(), progress: sink}))
+    try {
+      const before = await source.getToken().catch((err: unknown) => err)
+      assert.ok(isToolgateError(before, 'ERR_NO_UPSTREAM_TOKEN'))
+      await source.start()
+      const answers = await Promise.all(early)
+      assert.equal(answers.length, 2)
+      for (const a of answers) {
+        assert.ok(isToolgateError(a, 'ERR_NO_UPSTREAM_TOKEN'), String(a))
+        assert.match((a as Error).message, /has not finished yet/)
+      }
+      assert.equal(source.stats.logins, 1)
+      assert.equal(user.events.filter((e) => e.event === 'login_url').length, 1)
+      assert.equal(await callUpstream(upstream.url, await source.getToken()), 200)
+    } finally {
+      await source.close()
+    }
+  })
+
   it('registers again and logs in when the saved registration was revoked (RFC 7592 delete)', async () => {
     const store = new MemoryTokenStore()
     const opts = await options(upstream.url, {issuer: new URL(idp.issuer)})
-    const first = await startRemoteAuth(opts, {store, progress: recordingUser().sink})
+    const registrations: Array<Record<string, string>> = []
+    const first = await startRemoteAuth(opts, {store, progress: recordingUser().sink, http: tappedHttp(registrations)})
     await first.close()
     const saved = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('/client'))?.[1] as string)
-    const del = await fetch(saved.registration_client_uri, {method: 'DELETE', headers: {authorization: `Bearer ${saved.registration_access_token}`}})
+    // The test plays the server's administrator: the management credentials come off the wire.
+    const management = registrations[0] as Record<string, string>
+    assert.equal(management.client_id, saved.client_id)
+    const del = await fetch(management.registration_client_uri as string, {method: 'DELETE', headers: {authorization: `Bearer ${management.registration_access_token}`}})
     assert.equal(del.status, 204)
 
     const user = recordingUser()
