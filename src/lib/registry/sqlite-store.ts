@@ -180,7 +180,18 @@ export class SqliteRegistryStore implements RegistryStore {
     const nowMs = now.getTime()
     const trust = options.trustOfficialMeta === true
     const stats: SyncStats = {source, versions: 0, added: 0, updated: 0, removed: 0, skipped: 0}
+    // Names whose versions changed, until there are so many that whole-source recomputation is
+    // cheaper (`bulk`): then the set is dropped, so a first load of 100,000 versions holds no list.
     const changedNames = new Set<string>()
+    let bulk = false
+    const changed = (name: unknown) => {
+      if (bulk) return
+      changedNames.add(String(name))
+      if (changedNames.size > FULL_REBUILD_THRESHOLD) {
+        bulk = true
+        changedNames.clear()
+      }
+    }
     let skipped = 0
 
     // The incoming records go to a per-connection staging table one at a time, then the diff
@@ -223,7 +234,7 @@ export class SqliteRegistryStore implements RegistryStore {
       ).all(source)) {
         this.#stmt('sv_del', 'DELETE FROM source_versions WHERE id = ?').run(Number(row.id))
         stats.removed++
-        changedNames.add(String(row.name))
+        changed(row.name)
       }
 
       // Changed versions: new content, or different upstream-owned metadata.
@@ -236,9 +247,9 @@ export class SqliteRegistryStore implements RegistryStore {
           "WHERE sv.content_hash <> s.content_hash OR sv.status <> COALESCE(s.up_status, 'active') " +
           'OR (s.up_published IS NOT NULL AND s.up_published <> sv.published_at) ' +
           'OR (s.up_updated IS NOT NULL AND s.up_updated <> sv.updated_at)',
-      ).all(source)) {
+      ).iterate(source)) {
         if (Number(row.counted) === 1) stats.updated++
-        changedNames.add(String(row.name))
+        changed(row.name)
       }
       // publishedAt carries over; updatedAt moves only when the document changed (or upstream says).
       this.#stmt(
@@ -259,9 +270,9 @@ export class SqliteRegistryStore implements RegistryStore {
         'diff_added',
         'SELECT s.name AS name FROM temp.staging s WHERE NOT EXISTS (SELECT 1 FROM source_versions sv ' +
           'WHERE sv.source = ? AND sv.name = s.name AND sv.version = s.version)',
-      ).all(source)) {
+      ).iterate(source)) {
         stats.added++
-        changedNames.add(String(row.name))
+        changed(row.name)
       }
       this.#stmt(
         'sv_add',
@@ -273,13 +284,13 @@ export class SqliteRegistryStore implements RegistryStore {
           'WHERE sv.source = ? AND sv.name = s.name AND sv.version = s.version)',
       ).run(source, nowIso, nowIso, nowMs, source)
 
-      this.#updateLatest(source, changedNames)
+      this.#updateLatest(source, changedNames, bulk)
       this.#stmt('stg_clear', 'DELETE FROM temp.staging').run()
 
-      if (changedNames.size === 0) return
+      if (!bulk && changedNames.size === 0) return
       for (const [registry, sources] of this.#registries) {
         if (!sources.includes(source)) continue
-        if (changedNames.size > FULL_REBUILD_THRESHOLD) this.#rebuildRegistry(registry)
+        if (bulk) this.#rebuildRegistry(registry)
         else for (const name of changedNames) this.#rebuildName(registry, name)
       }
     })
@@ -544,8 +555,8 @@ export class SqliteRegistryStore implements RegistryStore {
   }
 
   // isLatest per name of one source, recomputed only for names whose versions changed.
-  #updateLatest(source: string, names: Set<string>): void {
-    if (names.size === 0) return
+  #updateLatest(source: string, names: Set<string>, bulk: boolean): void {
+    if (!bulk && names.size === 0) return
     const flips: Array<[number, number]> = []
     const decide = (group: LatestRow[]) => {
       const best = chooseLatest(group)
@@ -558,7 +569,7 @@ export class SqliteRegistryStore implements RegistryStore {
       'SELECT sv.id AS id, sv.name AS name, sv.version AS version, sv.published_at AS published_at, ' +
       'sv.is_latest AS is_latest, s.up_latest AS up_latest FROM source_versions sv ' +
       'LEFT JOIN temp.staging s ON s.name = sv.name AND s.version = sv.version WHERE sv.source = ?'
-    if (names.size > FULL_REBUILD_THRESHOLD) {
+    if (bulk) {
       // Walk the whole source in name order, one name's versions in memory at a time.
       let group: LatestRow[] = []
       const all = this.#stmt('latest_all', `${select} ORDER BY sv.name`).iterate(source)
