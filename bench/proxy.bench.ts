@@ -78,11 +78,38 @@ s.keepAliveTimeout = 65000
 s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({port: s.address().port})))
 `
 
+/**
+ * Second baseline: the least a Node + undici forwarder can do (no checks, no header rewriting
+ * beyond dropping hop-by-hop fields) — the ceiling of Node+undici on this machine.
+ */
+const MINIMAL = `
+import {createServer} from 'node:http'
+import {Pool} from 'undici'
+const pool = new Pool(process.env.TARGET, {connections: 128})
+const hop = new Set(['connection', 'keep-alive', 'transfer-encoding', 'host', 'upgrade'])
+const s = createServer((req, res) => {
+  const headers = {}
+  for (const k in req.headers) if (!hop.has(k)) headers[k] = req.headers[k]
+  pool.stream({path: req.url, method: req.method, headers, body: req}, ({statusCode, headers}) => {
+    res.writeHead(statusCode, headers)
+    return res
+  }).catch(() => res.destroy())
+})
+s.keepAliveTimeout = 65000
+s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({url: 'http://127.0.0.1:' + s.address().port})))
+`
+
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024
+/** CPU time (user + system) of a process so far, in ms (Linux /proc; clock ticks of 10 ms). */
+const cpuMs = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(f[11]) + Number(f[12])) * 10
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const cleanup: Array<() => Promise<void> | void> = []
 
-async function startNginx(upstreamPort: number): Promise<{url: string; stop: () => Promise<void>}> {
+async function startNginx(upstreamPort: number): Promise<{url: string; worker: () => number; stop: () => Promise<void>}> {
   const dir = mkdtempSync(join(tmpdir(), 'tg-bench-nginx-'))
   const port = await freePort()
   writeFileSync(
@@ -127,6 +154,8 @@ http {
   }
   return {
     url,
+    // The one worker does the proxying; the master only supervises.
+    worker: () => Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')[0]),
     stop: async () => {
       child.kill('SIGTERM')
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)))
@@ -145,11 +174,14 @@ async function freePort(): Promise<number> {
   })
 }
 
-async function throughput(url: string, headers: Record<string, string> = {}) {
+/** `pid`: the process in the middle (proxy, or the upstream when direct), whose CPU per request is reported. */
+async function throughput(url: string, pid: number, headers: Record<string, string> = {}) {
   const opts = {url: url + '/mcp', method: 'POST', body: BODY, headers: {'content-type': 'application/json', ...headers}, connections}
   await autocannon({...opts, duration: 1}) // warm-up: JIT, pools, validation cache
+  const cpu0 = cpuMs(pid)
   const r = await autocannon({...opts, duration: seconds})
-  return {rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, bad: r.errors + r.timeouts + r.non2xx}
+  const cpuUs = ((cpuMs(pid) - cpu0) * 1000) / r.requests.total
+  return {rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, bad: r.errors + r.timeouts + r.non2xx, cpuUs}
 }
 
 /** p50 of sequential requests on one kept-alive connection, in ms (sub-millisecond resolution). */
@@ -185,23 +217,26 @@ try {
   const idp = await startOidcProvider({audience: 'api://bench'})
   cleanup.push(() => idp.close())
   const token = await idp.issueAccessToken({audience: 'api://bench', expiresIn: 3600})
+  const minimal = await start(['--input-type=module', '-e', MINIMAL], {env: {...process.env, TARGET: upstreamUrl}})
+  cleanup.push(() => minimal.stop())
   const plain = await startToolgate(upstreamUrl)
   const jwt = await startToolgate(upstreamUrl, ['--oidc-issuer', idp.issuer, '--oidc-audience', 'api://bench'])
   const auth = {authorization: `Bearer ${token}`}
 
-  const cells: Array<[string, string, Record<string, string>]> = [
-    ['direct', upstreamUrl, {}],
-    ['nginx (1 worker)', nginx.url, {}],
-    ['toolgate proxy', String(plain.ready.url), {}],
-    ['toolgate proxy + JWT', String(jwt.ready.url), auth],
+  const cells: Array<[string, string, number, Record<string, string>]> = [
+    ['direct', upstreamUrl, upstream.child.pid!, {}],
+    ['nginx (1 worker)', nginx.url, nginx.worker(), {}],
+    ['minimal undici forwarder', String(minimal.ready.url), minimal.child.pid!, {}],
+    ['toolgate proxy', String(plain.ready.url), plain.child.pid!, {}],
+    ['toolgate proxy + JWT', String(jwt.ready.url), jwt.child.pid!, auth],
   ]
   const rows: (string | number)[][] = []
   const results: Record<string, {rps: number; seq: number}> = {}
-  for (const [name, url, headers] of cells) {
-    const t = await throughput(url, headers)
+  for (const [name, url, pid, headers] of cells) {
+    const t = await throughput(url, pid, headers)
     const seq = await sequentialP50(url, headers)
     results[name] = {rps: t.rps, seq}
-    rows.push([name, Math.round(t.rps), t.p50, t.p99, seq.toFixed(3), t.bad])
+    rows.push([name, Math.round(t.rps), t.p50, t.p99, seq.toFixed(3), t.bad, Math.round(t.cpuUs)])
   }
   const direct = results['direct']!
   for (const row of rows) {
@@ -209,7 +244,7 @@ try {
     row.push(row[0] === 'direct' ? '-' : (r.seq - direct.seq).toFixed(3))
   }
   console.log(`\nproxy throughput: ${connections} connections, ${seconds} s each, POST ${BODY.length}-byte JSON-RPC (noisy: shared 2-core machine)`)
-  console.log(table(['path', 'req/s', 'p50 ms', 'p99 ms', 'seq p50 ms', 'errors', 'added p50 ms'], rows))
+  console.log(table(['path', 'req/s', 'p50 ms', 'p99 ms', 'seq p50 ms', 'errors', 'CPU µs/req (middle)', 'added p50 ms'], rows))
 
   // Long run: RSS before/after through the plain proxy.
   const pid = plain.child.pid!
