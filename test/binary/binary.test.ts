@@ -215,6 +215,9 @@ describe('standalone executable', {skip: unsupported}, () => {
         'demo',
         '--target-uri',
         'http://127.0.0.1:9',
+        // Authorization needs an authenticated principal; the issuer is not contacted at startup.
+        '--oidc-issuer',
+        'http://127.0.0.1:9',
         '--authz-config',
         'bad-policy.json',
       ])
@@ -231,6 +234,8 @@ describe('standalone executable', {skip: unsupported}, () => {
           'http://127.0.0.1:9',
           '--host',
           '127.0.0.1',
+          '--oidc-issuer',
+          'http://127.0.0.1:9',
           '--authz-config',
           'good-policy.json',
           '--json',
