@@ -127,13 +127,15 @@ export function streamRegistryFile(path: string, windowBytes = FILE_WINDOW_BYTES
       if (now.ino !== stat.ino || now.size !== stat.size || now.mtimeMs !== stat.mtimeMs) {
         throw new ToolgateError('ERR_SOURCE_LOAD', `${path}: changed while being loaded`)
       }
-      // Records lie in file order: read the file forward in windows and cut each one out.
-      let buf = Buffer.alloc(0)
+      // Records lie in file order: read the file forward in windows and cut each one out. One
+      // buffer is reused (each record is copied out as a string), grown only for a larger record.
+      let store = Buffer.allocUnsafe(windowBytes)
+      let buf = store.subarray(0, 0)
       let bufStart = 0
       for (const [start, end] of ranges) {
         if (start < bufStart || end > bufStart + buf.length) {
-          const want = Math.max(windowBytes, end - start)
-          const next = Buffer.allocUnsafe(Math.min(want, stat.size - start))
+          if (end - start > store.length) store = Buffer.allocUnsafe(end - start)
+          const next = store.subarray(0, Math.min(store.length, stat.size - start))
           let got = 0
           while (got < next.length) {
             const r = readSync(again, next, got, next.length - got, start + got)
