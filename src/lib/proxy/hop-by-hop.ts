@@ -1,4 +1,5 @@
 import type {IncomingHttpHeaders, OutgoingHttpHeaders} from 'node:http'
+import {util} from 'undici'
 
 /**
  * Hop-by-hop fields (RFC 9110 §7.6.1): meaningful for one connection only, so a proxy must not
@@ -51,5 +52,44 @@ export function endToEndHeaders(
     if (HOP_BY_HOP.has(lower) || listed?.has(lower) || drop?.has(lower)) continue
     out[lower] = value
   }
+  return out
+}
+
+/**
+ * The same filter over a response head as undici delivers it (raw name/value buffers), producing
+ * the flat `[name, value, …]` list `writeHead` takes: names lower-cased, repeated fields kept as
+ * separate lines in wire order, no intermediate object.
+ */
+export function endToEndRawHeaders(raw: readonly Buffer[]): string[] {
+  const names: string[] = []
+  let listed: Set<string> | undefined
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = util.headerNameToString(raw[i] as Buffer)
+    names.push(name)
+    if (name === 'connection') {
+      const more = connectionListed((raw[i + 1] as Buffer).toString('latin1'))
+      if (more) listed = listed ? new Set([...listed, ...more]) : more
+    }
+  }
+  const out: string[] = []
+  for (let k = 0; k < names.length; k++) {
+    const name = names[k] as string
+    if (HOP_BY_HOP.has(name) || listed?.has(name)) continue
+    out.push(name, (raw[2 * k + 1] as Buffer).toString('latin1'))
+  }
+  return out
+}
+
+/** Every value of `name` (lower-case) in a flat header list, in order. */
+export function flatHeaderValues(flat: readonly string[], name: string): string[] {
+  const out: string[] = []
+  for (let i = 0; i < flat.length; i += 2) if (flat[i] === name) out.push(flat[i + 1] as string)
+  return out
+}
+
+/** A flat header list without the fields called `name` (lower-case). */
+export function withoutFlatHeader(flat: readonly string[], name: string): string[] {
+  const out: string[] = []
+  for (let i = 0; i < flat.length; i += 2) if (flat[i] !== name) out.push(flat[i] as string, flat[i + 1] as string)
   return out
 }

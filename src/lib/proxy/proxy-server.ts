@@ -8,9 +8,10 @@ import {closeGracefully, listen, urlOf} from '../http/listen.ts'
 import {readBody} from '../http/respond.ts'
 import type {Logger} from '../log/logger.ts'
 import type {TokenExchanger} from '../token-exchange/exchanger.ts'
-import {bodyTooLarge, byteLimiter, effectiveBodyLimit} from './body-limit.ts'
+import {bodyTooLarge, byteLimiter, effectiveBodyLimit, readDeclaredBody} from './body-limit.ts'
+import {forwardRequest, type ForwardCall} from './forward.ts'
 import type {InjectedHeader} from './forward-headers.ts'
-import {endToEndHeaders} from './hop-by-hop.ts'
+import {endToEndHeaders, endToEndRawHeaders, flatHeaderValues, withoutFlatHeader} from './hop-by-hop.ts'
 import {
   bearerOf,
   incomingAuthEnabled,
@@ -56,6 +57,13 @@ export interface RunningProxy {
   url: string
   port: number
   close(): Promise<void>
+}
+
+/** Per request: whether the client left, the signal for token calls, the upstream call in flight. */
+interface InFlight {
+  gone: boolean
+  controller: AbortController | undefined
+  call: ForwardCall | undefined
 }
 
 /** Bodies up to this size are read before forwarding (see `mustBuffer`). */
@@ -163,13 +171,12 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     // Small declared bodies (the usual JSON-RPC message) are read whole too: handing undici one
     // buffer lets it send head and body in one write, instead of a head write followed by a body
     // write that can stall on Nagle/delayed-ACK interplay at the target.
-    const mustBuffer =
-      hasBody &&
-      (Boolean(config.interceptor || config.upstreamToken?.onUnauthorized) || (declared !== undefined && Number(declared) <= SMALL_BODY))
+    const mustSee = Boolean(config.interceptor || config.upstreamToken?.onUnauthorized)
+    const small = declared !== undefined && Number(declared) <= SMALL_BODY
     let body: Buffer | Readable | undefined
-    if (mustBuffer) {
+    if (hasBody && (mustSee || small)) {
       try {
-        body = await readBody(req, limit)
+        body = small ? await readDeclaredBody(req, limit) : await readBody(req, limit)
       } catch (err) {
         if (isToolgateError(err, 'ERR_BODY_TOO_LARGE')) {
           res.setHeader('connection', 'close')
@@ -226,25 +233,33 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     }
 
     // 5./6. Outgoing credentials and injected headers.
-    const abort = new AbortController()
+    const state: InFlight = {gone: false, controller: outgoingAuth ? new AbortController() : undefined, call: undefined}
     // Client went away before the response finished: cancel the upstream request (abort both ways).
     res.once('close', () => {
-      if (!res.writableFinished) abort.abort()
+      if (res.writableFinished) return
+      state.gone = true
+      state.controller?.abort()
+      state.call?.cancel(new Error('client closed the connection'))
     })
-    try {
-      Object.assign(headers, await credentials(abort.signal))
-    } catch (err) {
-      if (isToolgateError(err, 'ERR_TOKEN_EXCHANGE')) {
-        answer(res, 401, '{"error":"Token exchange failed"}')
-      } else {
-        log.warn('no upstream token', {reason: (err as Error).message})
-        answer(res, 503, '{"error":"upstream credentials unavailable"}', {'retry-after': '5'})
+    if (outgoingAuth) {
+      try {
+        Object.assign(headers, await credentials(state.controller!.signal))
+      } catch (err) {
+        if (isToolgateError(err, 'ERR_TOKEN_EXCHANGE')) {
+          answer(res, 401, '{"error":"Token exchange failed"}')
+        } else {
+          log.warn('no upstream token', {reason: (err as Error).message})
+          answer(res, 503, '{"error":"upstream credentials unavailable"}', {'retry-after': '5'})
+        }
+        return
       }
-      return
+    } else {
+      // No token to fetch: the injected headers alone, without an await on the hot path.
+      for (const h of config.forwardHeaders) headers[h.name] = h.value
     }
 
     // 7. Forward, streaming.
-    await forward(req, res, {headers, body, abort, rewrite: intercept?.action === 'forward' ? intercept.rewriteResponse : undefined, retry: true})
+    await forward(req, res, {headers, body, state, rewrite: intercept?.action === 'forward' ? intercept.rewriteResponse : undefined, retry: true})
   }
 
   async function forward(
@@ -253,44 +268,43 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     f: {
       headers: Record<string, string | string[]>
       body: Buffer | Readable | undefined
-      abort: AbortController
+      state: InFlight
       rewrite: ((contentType: string | undefined) => TransformStream<Uint8Array, Uint8Array> | undefined) | undefined
       retry: boolean
     },
   ): Promise<void> {
     const rawUrl = req.url ?? '/'
     let retryWith: string | undefined
+    const call = forwardRequest(
+      upstream.dispatcher,
+      {origin, path: upstream.pathFor(rawUrl), method: req.method ?? 'GET', headers: f.headers, body: f.body ?? null},
+      (statusCode, rawHeaders) => {
+        if (statusCode === 401 && f.retry && config.upstreamToken?.onUnauthorized && !(f.body && !Buffer.isBuffer(f.body))) {
+          retryWith = ''
+          return discard()
+        }
+        let h = endToEndRawHeaders(rawHeaders)
+        const types = flatHeaderValues(h, 'content-type')
+        const transform = f.rewrite?.(types.length === 1 ? types[0] : undefined)
+        if (transform) h = withoutFlatHeader(h, 'content-length')
+        res.writeHead(statusCode, h)
+        // SSE: the head must leave now, the first event may be minutes away.
+        if (types.join(',').startsWith('text/event-stream')) res.flushHeaders()
+        if (!transform) return res
+        const duplex = Duplex.fromWeb(transform as unknown as Parameters<typeof Duplex.fromWeb>[0])
+        duplex.pipe(res)
+        res.once('close', () => duplex.destroy())
+        return duplex as Writable
+      },
+    )
+    f.state.call = call
+    if (f.state.gone) call.cancel(new Error('client closed the connection'))
     try {
-      await upstream.dispatcher.stream(
-        {
-          origin,
-          path: upstream.pathFor(rawUrl),
-          method: (req.method ?? 'GET') as 'GET',
-          headers: f.headers,
-          body: f.body ?? null,
-          signal: f.abort.signal,
-          opaque: undefined,
-        },
-        ({statusCode, headers}) => {
-          const h = endToEndHeaders(headers as Record<string, string | string[] | undefined>)
-          if (statusCode === 401 && f.retry && config.upstreamToken?.onUnauthorized && !(f.body && !Buffer.isBuffer(f.body))) {
-            retryWith = ''
-            return discard()
-          }
-          const transform = f.rewrite?.(typeof h['content-type'] === 'string' ? h['content-type'] : undefined)
-          if (transform) delete h['content-length']
-          res.writeHead(statusCode, h)
-          // SSE: the head must leave now, the first event may be minutes away.
-          if (String(h['content-type'] ?? '').startsWith('text/event-stream')) res.flushHeaders()
-          if (!transform) return res
-          const duplex = Duplex.fromWeb(transform as unknown as Parameters<typeof Duplex.fromWeb>[0])
-          duplex.pipe(res)
-          res.once('close', () => duplex.destroy())
-          return duplex as Writable
-        },
-      )
+      await call.done
     } catch (err) {
-      if (f.abort.signal.aborted && res.destroyed) return // the client left; nothing to answer
+      const sink = call.sink()
+      if (sink && sink !== res) sink.destroy()
+      if (f.state.gone && res.destroyed) return // the client left; nothing to answer
       if (isToolgateError(err, 'ERR_BODY_TOO_LARGE')) {
         log.info('request refused', {reason: 'body too large', path: rawUrl})
         res.setHeader('connection', 'close')
@@ -310,7 +324,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     }
     if (retryWith !== undefined && config.upstreamToken?.onUnauthorized) {
       const rejected = typeof f.headers.authorization === 'string' ? f.headers.authorization.replace(/^Bearer /, '') : ''
-      const fresh = await config.upstreamToken.onUnauthorized(rejected, f.abort.signal).catch(() => undefined)
+      const fresh = await config.upstreamToken.onUnauthorized(rejected, f.state.controller?.signal).catch(() => undefined)
       if (fresh === undefined) {
         answer(res, 503, '{"error":"upstream credentials unavailable"}', {'retry-after': '5'})
         return

@@ -1,0 +1,139 @@
+import type {Readable, Writable} from 'node:stream'
+import type {Dispatcher} from 'undici'
+
+export interface ForwardRequest {
+  origin: string
+  path: string
+  method: string
+  headers: Record<string, string | string[]>
+  body: Buffer | Readable | null
+}
+
+/**
+ * Receives the response head (status ≥ 200, raw header name/value buffers as on the wire) and
+ * returns where the body goes: the client response, a rewriting stream, or a sink that discards.
+ */
+export type OnResponseHead = (statusCode: number, rawHeaders: Buffer[]) => Writable
+
+/**
+ * One forwarded request as a plain undici dispatch handler.
+ *
+ * Why not `dispatcher.stream()`: per request it adds an AsyncResource, an `AbortSignal`
+ * subscription and `stream.finished()` listeners on the client response; on small JSON-RPC
+ * calls that was a measurable share of the proxy's CPU (bench/proxy.bench.ts). The handler keeps
+ * the same semantics: body written as it arrives, backpressure both ways (a `false` from
+ * `write()` pauses the upstream socket until `drain`), abort on client departure, errors surfaced
+ * to the caller once.
+ */
+class ForwardHandler implements Dispatcher.DispatchHandler {
+  settled = false
+  sink: Writable | undefined = undefined
+  resumeUpstream: (() => void) | undefined = undefined
+  waitingDrain = false
+  abortUpstream: ((reason?: Error) => void) | undefined = undefined
+  reason: Error | undefined = undefined
+  onHead: OnResponseHead
+  resolve: () => void
+  reject: (err: Error) => void
+
+  constructor(onHead: OnResponseHead, resolve: () => void, reject: (err: Error) => void) {
+    this.onHead = onHead
+    this.resolve = resolve
+    this.reject = reject
+  }
+
+  /** Cancels the upstream request (client gone, request body failed); the caller sees `reason`. */
+  cancel(reason: Error): void {
+    if (this.abortUpstream) this.abortUpstream(reason)
+    else this.reason ??= reason
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    if (this.reason) abort(this.reason)
+    else this.abortUpstream = abort
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200 || this.settled) return true // 1xx interim responses are not forwarded
+    this.resumeUpstream = resume
+    let sink: Writable
+    try {
+      sink = this.onHead(statusCode, rawHeaders)
+    } catch (err) {
+      this.cancel(err as Error)
+      return true
+    }
+    this.sink = sink
+    return sink.writableNeedDrain !== true
+  }
+
+  onData(chunk: Buffer): boolean {
+    const sink = this.sink
+    if (!sink || sink.destroyed) return true
+    if (sink.write(chunk)) return true
+    if (!this.waitingDrain) {
+      this.waitingDrain = true
+      sink.once('drain', () => {
+        this.waitingDrain = false
+        this.resumeUpstream?.()
+      })
+    }
+    return false
+  }
+
+  onComplete(): void {
+    this.sink?.end()
+    this.finish()
+  }
+
+  onError(err: Error): void {
+    // The caller decides what the client sees (502, 413, or a cut stream); only a sink of our own
+    // (rewriting or discarding stream) is torn down here.
+    this.fail(this.reason ?? err)
+  }
+
+  fail(err: Error): void {
+    if (this.settled) return
+    this.settled = true
+    this.reject(err)
+  }
+
+  finish(): void {
+    if (this.settled) return
+    this.settled = true
+    this.resolve()
+  }
+}
+
+export interface ForwardCall {
+  /** Settles when the response body has been handed to the sink (resolve) or the exchange failed. */
+  done: Promise<void>
+  cancel(reason: Error): void
+  /** The sink `onHead` returned, once the head arrived. */
+  sink(): Writable | undefined
+}
+
+export function forwardRequest(dispatcher: Dispatcher, request: ForwardRequest, onHead: OnResponseHead): ForwardCall {
+  let handler!: ForwardHandler
+  const done = new Promise<void>((resolve, reject) => {
+    handler = new ForwardHandler(onHead, resolve, reject)
+  })
+  const body = request.body
+  if (body && !Buffer.isBuffer(body)) {
+    // A failing request body (e.g. the byte limiter past the limit) fails the call with its own
+    // error, so the caller can answer 413 rather than a generic 502.
+    body.once('error', (err: Error) => {
+      handler.fail(err)
+      handler.cancel(err)
+    })
+  }
+  try {
+    dispatcher.dispatch(
+      {origin: request.origin, path: request.path, method: request.method as Dispatcher.HttpMethod, headers: request.headers, body},
+      handler,
+    )
+  } catch (err) {
+    handler.fail(err as Error)
+  }
+  return {done, cancel: (reason) => handler.cancel(reason), sink: () => handler.sink}
+}
