@@ -1,5 +1,6 @@
 import type {Readable, Writable} from 'node:stream'
 import type {Dispatcher} from 'undici'
+import {countForwarded} from './young-gc.ts'
 
 export interface ForwardRequest {
   origin: string
@@ -70,6 +71,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
   onData(chunk: Buffer): boolean {
     const sink = this.sink
     if (!sink || sink.destroyed) return true
+    countForwarded(chunk.length)
     if (sink.write(chunk)) return true
     if (!this.waitingDrain) {
       this.waitingDrain = true
