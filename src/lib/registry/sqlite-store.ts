@@ -1,12 +1,13 @@
 import {mkdirSync} from 'node:fs'
 import {dirname} from 'node:path'
-import type {DatabaseSync, StatementSync} from 'node:sqlite'
+import type {DatabaseSync, SQLInputValue, StatementSync} from 'node:sqlite'
 import {ToolgateError} from '../errors.ts'
 import {decodeCursor, encodeCursor} from './cursor.ts'
 import {pickLatest} from './latest.ts'
 import {MIGRATIONS, type Migration} from './migrations.ts'
 import {checkRecord, prepareRecord} from './record.ts'
 import {loadSqlite} from './sqlite-module.ts'
+import {checkpointInWorker} from './wal-checkpoint.ts'
 import {
   OFFICIAL_META_KEY,
   type ListQuery,
@@ -35,6 +36,22 @@ export interface SqliteStoreOptions {
 
 // Above this many changed names a full rebuild of a registry is cheaper than per-name updates.
 const FULL_REBUILD_THRESHOLD = 2000
+// Rows handled between two yields to the event loop during a sync (a few ms of work each).
+const BATCH = 2000
+
+// The columns of a diff_updated row that sv_upd writes, in its parameter order.
+const UPDATED_COLUMNS = [
+  'server_json',
+  'content_hash',
+  'status',
+  'published_at',
+  'updated_at',
+  'updated_ms',
+  'search_text',
+  'id',
+] as const
+
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 interface EntryRow {
   name: string
@@ -63,8 +80,18 @@ const ENTRY_TEXT_COLUMNS =
 export class SqliteRegistryStore implements RegistryStore {
   readonly path: string
   #busyTimeoutMs: number
+  // Readers' connection. Writes go through #wdb: a second connection to the same file (so a
+  // sync's transaction can stay open across yields without readers seeing it), or #db itself for
+  // `:memory:`, which cannot be shared.
   #db: DatabaseSync | undefined
+  #wdb: DatabaseSync | undefined
   #statements = new Map<string, StatementSync>()
+  #wstatements = new Map<string, StatementSync>()
+  // Writes run one at a time (they share #wdb and its staging table); this is the queue's tail.
+  #queue: Promise<unknown> = Promise.resolve()
+  #checkpointing: Promise<unknown> | undefined
+  #checkpointAgain = false
+  #closing = false
   #registries = new Map<string, string[]>()
   // Committed write transactions on this connection (part of dataVersion()).
   #writes = 0
@@ -91,15 +118,17 @@ export class SqliteRegistryStore implements RegistryStore {
       }
     }
     let db: DatabaseSync
+    let wdb: DatabaseSync
     try {
-      db = new DatabaseSync(this.path)
-      db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(this.#busyTimeoutMs))}`)
+      db = this.#open(DatabaseSync)
       // WAL: readers never block the syncer's write transaction and vice versa.
       db.exec('PRAGMA journal_mode = WAL')
-      db.exec('PRAGMA synchronous = NORMAL')
       runMigrations(db, MIGRATIONS)
+      wdb = this.path === ':memory:' ? db : this.#open(DatabaseSync)
+      // Checkpoints happen off the main thread after each write (#checkpoint).
+      if (wdb !== db) wdb.exec('PRAGMA wal_autocheckpoint = 0')
       // Per-connection scratch space for replaceSource (not part of the persistent schema).
-      db.exec(
+      wdb.exec(
         'CREATE TEMP TABLE IF NOT EXISTS staging (name TEXT NOT NULL, version TEXT NOT NULL, ' +
           'server_json TEXT NOT NULL, content_hash TEXT NOT NULL, search_text TEXT NOT NULL, ' +
           'up_status TEXT, up_published TEXT, up_updated TEXT, up_updated_ms INTEGER, up_latest INTEGER, ' +
@@ -115,13 +144,29 @@ export class SqliteRegistryStore implements RegistryStore {
       )
     }
     this.#db = db
+    this.#wdb = wdb
+    this.#closing = false
     this.#loadRegistries()
   }
 
+  #open(DatabaseSync: typeof import('node:sqlite').DatabaseSync): DatabaseSync {
+    const db = new DatabaseSync(this.path)
+    db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(this.#busyTimeoutMs))}`)
+    db.exec('PRAGMA synchronous = NORMAL')
+    return db
+  }
+
+  /** Waits for the write in progress to stop at its next yield (rolled back), then closes. */
   async close(): Promise<void> {
+    this.#closing = true
+    await this.#queue
+    await this.#checkpointing
     this.#statements.clear()
+    this.#wstatements.clear()
+    if (this.#wdb !== this.#db) this.#wdb?.close()
     this.#db?.close()
     this.#db = undefined
+    this.#wdb = undefined
   }
 
   async ping(): Promise<void> {
@@ -136,6 +181,10 @@ export class SqliteRegistryStore implements RegistryStore {
   }
 
   async setRegistries(registries: RegistryDefinition[]): Promise<void> {
+    return this.#exclusive(async () => this.#setRegistries(registries))
+  }
+
+  #setRegistries(registries: RegistryDefinition[]): void {
     const wanted = new Map<string, string[]>()
     for (const r of registries) {
       if (wanted.has(r.name)) {
@@ -143,19 +192,19 @@ export class SqliteRegistryStore implements RegistryStore {
       }
       wanted.set(r.name, [...r.sources])
     }
-    this.#transaction(() => {
+    this.#syncTransaction(() => {
       for (const name of this.#registries.keys()) {
         if (wanted.has(name)) continue
-        this.#stmt('reg_del', 'DELETE FROM registries WHERE name = ?').run(name)
-        this.#stmt('reg_src_del', 'DELETE FROM registry_sources WHERE registry = ?').run(name)
-        this.#stmt('reg_entries_del', 'DELETE FROM registry_entries WHERE registry = ?').run(name)
+        this.#wstmt('reg_del', 'DELETE FROM registries WHERE name = ?').run(name)
+        this.#wstmt('reg_src_del', 'DELETE FROM registry_sources WHERE registry = ?').run(name)
+        this.#wstmt('reg_entries_del', 'DELETE FROM registry_entries WHERE registry = ?').run(name)
       }
       for (const [name, sources] of wanted) {
         const current = this.#registries.get(name)
         if (current && sameList(current, sources)) continue
-        this.#stmt('reg_ins', 'INSERT OR IGNORE INTO registries (name) VALUES (?)').run(name)
-        this.#stmt('reg_src_del', 'DELETE FROM registry_sources WHERE registry = ?').run(name)
-        const ins = this.#stmt(
+        this.#wstmt('reg_ins', 'INSERT OR IGNORE INTO registries (name) VALUES (?)').run(name)
+        this.#wstmt('reg_src_del', 'DELETE FROM registry_sources WHERE registry = ?').run(name)
+        const ins = this.#wstmt(
           'reg_src_ins',
           'INSERT INTO registry_sources (registry, position, source) VALUES (?, ?, ?)',
         )
@@ -176,6 +225,23 @@ export class SqliteRegistryStore implements RegistryStore {
     now: Date,
     options: ReplaceSourceOptions = {},
   ): Promise<SyncStats> {
+    return this.#exclusive(() => this.#replaceSource(source, servers, now, options))
+  }
+
+  // A sync is cooperative (the event loop keeps answering /health and reads during it):
+  // 1. the incoming records are staged BATCH at a time into a per-connection temp table, yielding
+  //    between batches; nothing visible to readers changes;
+  // 2. the diff is applied in one write transaction, BATCH rows at a time. On a database file the
+  //    writes go through a second connection, so the transaction stays open across yields while
+  //    readers (their own connection, WAL) keep seeing the last committed data until the COMMIT:
+  //    a reader sees the old set or the new one, never a mix. With `:memory:` (one connection,
+  //    tests) step 2 cannot yield and runs in one go.
+  async #replaceSource(
+    source: string,
+    servers: Iterable<ServerJson>,
+    now: Date,
+    options: ReplaceSourceOptions,
+  ): Promise<SyncStats> {
     const nowIso = now.toISOString()
     const nowMs = now.getTime()
     const trust = options.trustOfficialMeta === true
@@ -193,121 +259,176 @@ export class SqliteRegistryStore implements RegistryStore {
       }
     }
     let skipped = 0
-
-    // The incoming records go to a per-connection staging table one at a time, then the diff
-    // against what the source held is done in SQL: memory stays flat whatever the source's size.
-    this.#transaction(() => {
-      this.#stmt('stg_clear', 'DELETE FROM temp.staging').run()
-      const stage = this.#stmt(
+    const w = this.#writer()
+    const wstmt = (name: string, sql: string) => this.#wstmt(name, sql)
+    const clear = () => wstmt('stg_clear', 'DELETE FROM temp.staging').run()
+    clear()
+    try {
+      // ----- 1. staging, one short temp-only transaction per batch -----
+      const stage = wstmt(
         'stg_ins',
         'INSERT OR IGNORE INTO temp.staging (name, version, server_json, content_hash, search_text, ' +
           'up_status, up_published, up_updated, up_updated_ms, up_latest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       )
-      for (const server of servers) {
-        if (checkRecord(server) !== undefined) {
-          skipped++
-          continue
+      const it = servers[Symbol.iterator]()
+      let done = false
+      try {
+        while (!done) {
+          w.exec('BEGIN')
+          try {
+            for (let i = 0; i < BATCH; i++) {
+              const next = it.next()
+              if (next.done) {
+                done = true
+                break
+              }
+              const server = next.value
+              if (checkRecord(server) !== undefined) {
+                skipped++
+                continue
+              }
+              const rec = prepareRecord(server, trust)
+              const up = rec.official
+              const r = stage.run(
+                rec.name,
+                rec.version,
+                rec.json,
+                rec.hash,
+                rec.searchText,
+                up?.status ?? null,
+                up?.publishedAt ?? null,
+                up?.updatedAt ?? null,
+                up?.updatedAt ? Date.parse(up.updatedAt) : null,
+                up?.isLatest === undefined ? null : up.isLatest ? 1 : 0,
+              )
+              // First occurrence wins; a source listing one version twice is a data error upstream.
+              if (r.changes === 0) skipped++
+              else stats.versions++
+            }
+            w.exec('COMMIT')
+          } catch (err) {
+            w.exec('ROLLBACK')
+            throw err
+          }
+          if (!done) await this.#pause()
         }
-        const rec = prepareRecord(server, trust)
-        const up = rec.official
-        const r = stage.run(
-          rec.name,
-          rec.version,
-          rec.json,
-          rec.hash,
-          rec.searchText,
-          up?.status ?? null,
-          up?.publishedAt ?? null,
-          up?.updatedAt ?? null,
-          up?.updatedAt ? Date.parse(up.updatedAt) : null,
-          up?.isLatest === undefined ? null : up.isLatest ? 1 : 0,
+      } finally {
+        if (!done) it.return?.()
+      }
+
+      // ----- 2. the diff, applied in one transaction -----
+      await this.#writeTransaction(async (pause) => {
+        const stagedMax = Number(
+          wstmt('stg_max', 'SELECT COALESCE(MAX(rowid), 0) AS m FROM temp.staging').get()?.m ?? 0,
         )
-        // First occurrence wins; a source listing one version twice is a data error upstream.
-        if (r.changes === 0) skipped++
-        else stats.versions++
-      }
+        const ids = wstmt(
+          'sv_id_span',
+          'SELECT COALESCE(MIN(id), 0) AS lo, COALESCE(MAX(id), -1) AS hi FROM source_versions WHERE source = ?',
+        ).get(source)
+        const idHi = Number(ids?.hi ?? -1)
 
-      for (const row of this.#stmt(
-        'diff_removed',
-        'SELECT id, name FROM source_versions sv WHERE sv.source = ? AND NOT EXISTS ' +
-          '(SELECT 1 FROM temp.staging s WHERE s.name = sv.name AND s.version = sv.version)',
-      ).all(source)) {
-        this.#stmt('sv_del', 'DELETE FROM source_versions WHERE id = ?').run(Number(row.id))
-        stats.removed++
-        changed(row.name)
-      }
+        // Removed versions: what the source held and no longer lists (windows of the id space).
+        const removed = wstmt(
+          'diff_removed',
+          'SELECT id, name FROM source_versions sv WHERE sv.id >= ? AND sv.id < ? AND sv.source = ? ' +
+            'AND NOT EXISTS (SELECT 1 FROM temp.staging s WHERE s.name = sv.name AND s.version = sv.version)',
+        )
+        const del = wstmt('sv_del', 'DELETE FROM source_versions WHERE id = ?')
+        for (let lo = Number(ids?.lo ?? 0); lo <= idHi; lo += BATCH) {
+          for (const row of removed.all(lo, lo + BATCH, source)) {
+            del.run(Number(row.id))
+            stats.removed++
+            changed(row.name)
+          }
+          await pause()
+        }
 
-      // Changed versions: new content, or different upstream-owned metadata.
-      for (const row of this.#stmt(
-        'diff_updated',
-        'SELECT sv.name AS name, (sv.content_hash <> s.content_hash OR ' +
-          "sv.status <> COALESCE(s.up_status, 'active')) AS counted " +
-          'FROM temp.staging s JOIN source_versions sv ' +
-          'ON sv.source = ? AND sv.name = s.name AND sv.version = s.version ' +
-          "WHERE sv.content_hash <> s.content_hash OR sv.status <> COALESCE(s.up_status, 'active') " +
+        const inChunk = 's.rowid > ? AND s.rowid <= ?'
+        const differs =
+          "(sv.content_hash <> s.content_hash OR sv.status <> COALESCE(s.up_status, 'active') " +
           'OR (s.up_published IS NOT NULL AND s.up_published <> sv.published_at) ' +
-          'OR (s.up_updated IS NOT NULL AND s.up_updated <> sv.updated_at)',
-      ).iterate(source)) {
-        if (Number(row.counted) === 1) stats.updated++
-        changed(row.name)
-      }
-      // publishedAt carries over; updatedAt moves only when the document changed (or upstream says).
-      this.#stmt(
-        'sv_upd',
-        'UPDATE source_versions AS sv SET server_json = s.server_json, content_hash = s.content_hash, ' +
-          "status = COALESCE(s.up_status, 'active'), " +
-          'published_at = COALESCE(s.up_published, sv.published_at), ' +
-          'updated_at = COALESCE(s.up_updated, CASE WHEN sv.content_hash <> s.content_hash THEN ? ELSE sv.updated_at END), ' +
-          'updated_ms = COALESCE(s.up_updated_ms, CASE WHEN sv.content_hash <> s.content_hash THEN ? ELSE sv.updated_ms END), ' +
-          'search_text = s.search_text ' +
-          'FROM temp.staging s WHERE sv.source = ? AND sv.name = s.name AND sv.version = s.version AND (' +
-          "sv.content_hash <> s.content_hash OR sv.status <> COALESCE(s.up_status, 'active') " +
-          'OR (s.up_published IS NOT NULL AND s.up_published <> sv.published_at) ' +
-          'OR (s.up_updated IS NOT NULL AND s.up_updated <> sv.updated_at))',
-      ).run(nowIso, nowMs, source)
+          'OR (s.up_updated IS NOT NULL AND s.up_updated <> sv.updated_at))'
+        // Changed versions: new content, or different upstream-owned metadata. publishedAt carries
+        // over; updatedAt moves only when the document changed (or upstream says). CROSS JOIN keeps
+        // the chunk of staging as the outer loop (else SQLite walks the whole source per chunk).
+        const updatedRows = wstmt(
+          'diff_updated',
+          'SELECT sv.id AS id, sv.name AS name, (sv.content_hash <> s.content_hash OR ' +
+            "sv.status <> COALESCE(s.up_status, 'active')) AS counted, " +
+            "s.server_json AS server_json, s.content_hash AS content_hash, COALESCE(s.up_status, 'active') AS status, " +
+            'COALESCE(s.up_published, sv.published_at) AS published_at, ' +
+            'COALESCE(s.up_updated, CASE WHEN sv.content_hash <> s.content_hash THEN ? ELSE sv.updated_at END) AS updated_at, ' +
+            'COALESCE(s.up_updated_ms, CASE WHEN sv.content_hash <> s.content_hash THEN ? ELSE sv.updated_ms END) AS updated_ms, ' +
+            's.search_text AS search_text ' +
+            'FROM temp.staging s CROSS JOIN source_versions sv ' +
+            'ON sv.source = ? AND sv.name = s.name AND sv.version = s.version ' +
+            `WHERE ${inChunk} AND ${differs}`,
+        )
+        const update = wstmt(
+          'sv_upd',
+          'UPDATE source_versions SET server_json = ?, content_hash = ?, status = ?, published_at = ?, ' +
+            'updated_at = ?, updated_ms = ?, search_text = ? WHERE id = ?',
+        )
+        const newNotIn =
+          'NOT EXISTS (SELECT 1 FROM source_versions sv WHERE sv.source = ? AND sv.name = s.name AND sv.version = s.version)'
+        const addedRows = wstmt(
+          'diff_added',
+          `SELECT s.name AS name FROM temp.staging s WHERE ${inChunk} AND ${newNotIn}`,
+        )
+        const add = wstmt(
+          'sv_add',
+          'INSERT INTO source_versions (source, name, version, server_json, content_hash, status, ' +
+            'published_at, updated_at, updated_ms, is_latest, search_text) ' +
+            "SELECT ?, s.name, s.version, s.server_json, s.content_hash, COALESCE(s.up_status, 'active'), " +
+            'COALESCE(s.up_published, ?), COALESCE(s.up_updated, ?), COALESCE(s.up_updated_ms, ?), 0, s.search_text ' +
+            `FROM temp.staging s WHERE ${inChunk} AND ${newNotIn}`,
+        )
+        for (let lo = 0; lo < stagedMax; lo += BATCH) {
+          const hi = lo + BATCH
+          for (const row of updatedRows.all(nowIso, nowMs, source, lo, hi)) {
+            if (Number(row.counted) === 1) stats.updated++
+            changed(row.name)
+            update.run(...UPDATED_COLUMNS.map((c) => row[c] as SQLInputValue))
+          }
+          for (const row of addedRows.iterate(lo, hi, source)) {
+            stats.added++
+            changed(row.name)
+          }
+          add.run(source, nowIso, nowIso, nowMs, lo, hi, source)
+          await pause()
+        }
 
-      for (const row of this.#stmt(
-        'diff_added',
-        'SELECT s.name AS name FROM temp.staging s WHERE NOT EXISTS (SELECT 1 FROM source_versions sv ' +
-          'WHERE sv.source = ? AND sv.name = s.name AND sv.version = s.version)',
-      ).iterate(source)) {
-        stats.added++
-        changed(row.name)
-      }
-      this.#stmt(
-        'sv_add',
-        'INSERT INTO source_versions (source, name, version, server_json, content_hash, status, ' +
-          'published_at, updated_at, updated_ms, is_latest, search_text) ' +
-          "SELECT ?, s.name, s.version, s.server_json, s.content_hash, COALESCE(s.up_status, 'active'), " +
-          'COALESCE(s.up_published, ?), COALESCE(s.up_updated, ?), COALESCE(s.up_updated_ms, ?), 0, s.search_text ' +
-          'FROM temp.staging s WHERE NOT EXISTS (SELECT 1 FROM source_versions sv ' +
-          'WHERE sv.source = ? AND sv.name = s.name AND sv.version = s.version)',
-      ).run(source, nowIso, nowIso, nowMs, source)
+        await this.#updateLatest(source, changedNames, bulk, pause)
 
-      this.#updateLatest(source, changedNames, bulk)
-      this.#stmt('stg_clear', 'DELETE FROM temp.staging').run()
-
-      if (!bulk && changedNames.size === 0) return
-      for (const [registry, sources] of this.#registries) {
-        if (!sources.includes(source)) continue
-        if (bulk) this.#rebuildRegistry(registry)
-        else for (const name of changedNames) this.#rebuildName(registry, name)
-      }
-    })
+        if (!bulk && changedNames.size === 0) return
+        for (const [registry, sources] of this.#registries) {
+          if (!sources.includes(source)) continue
+          if (bulk) await this.#rebuildRegistryInChunks(registry, pause)
+          else for (const name of changedNames) this.#rebuildName(registry, name)
+        }
+      })
+    } finally {
+      // Free the staged copy now rather than at the next sync.
+      if (this.#wdb) clear()
+    }
     stats.skipped = skipped
     return stats
   }
 
   async retainSources(sources: string[]): Promise<void> {
+    return this.#exclusive(async () => this.#retainSources(sources))
+  }
+
+  #retainSources(sources: string[]): void {
     const keep = new Set(sources)
-    const present = this.#stmt('src_names', 'SELECT DISTINCT source FROM source_versions')
+    const present = this.#wstmt('src_names', 'SELECT DISTINCT source FROM source_versions')
       .all()
       .map((r) => String(r.source))
     const drop = present.filter((s) => !keep.has(s))
     if (drop.length === 0) return
-    this.#transaction(() => {
+    this.#syncTransaction(() => {
       for (const s of drop) {
-        this.#stmt('src_drop', 'DELETE FROM source_versions WHERE source = ?').run(s)
+        this.#wstmt('src_drop', 'DELETE FROM source_versions WHERE source = ?').run(s)
       }
       for (const [registry, list] of this.#registries) {
         if (list.some((s) => drop.includes(s))) this.#rebuildRegistry(registry)
@@ -422,15 +543,79 @@ export class SqliteRegistryStore implements RegistryStore {
     return s
   }
 
-  #transaction(fn: () => void): void {
-    const db = this.#database()
+  #writer(): DatabaseSync {
+    if (!this.#wdb) throw new ToolgateError('ERR_STORAGE', 'storage: the store is not open')
+    return this.#wdb
+  }
+
+  #wstmt(name: string, sql: string): StatementSync {
+    let s = this.#wstatements.get(name)
+    if (!s) {
+      s = this.#writer().prepare(sql)
+      this.#wstatements.set(name, s)
+    }
+    return s
+  }
+
+  // Runs `fn` after every write queued before it, whatever their outcome.
+  #exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(() => {
+      if (this.#closing) throw new ToolgateError('ERR_STORAGE', 'storage: the store is closing')
+      return fn()
+    })
+    this.#queue = run.catch(() => undefined)
+    return run
+  }
+
+  // Lets the event loop run (requests, /health); a close() meanwhile aborts the write.
+  async #pause(): Promise<void> {
+    await tick()
+    if (this.#closing) throw new ToolgateError('ERR_STORAGE', 'storage: the store is closing')
+  }
+
+  #syncTransaction(fn: () => void): void {
+    const db = this.#writer()
     db.exec('BEGIN IMMEDIATE')
     try {
       fn()
       db.exec('COMMIT')
-      this.#writes++
+      this.#committed()
     } catch (err) {
       db.exec('ROLLBACK')
+      throw err
+    }
+  }
+
+  #committed(): void {
+    this.#writes++
+    if (this.#wdb === this.#db) return
+    // One checkpoint at a time; a commit during one asks for another afterwards. A failure (a
+    // reader holding the log, a full disk) is harmless: the log is kept and the next one retries.
+    if (this.#checkpointing) {
+      this.#checkpointAgain = true
+      return
+    }
+    const run = async (): Promise<void> => {
+      do {
+        this.#checkpointAgain = false
+        await checkpointInWorker(this.path, this.#busyTimeoutMs).catch(() => undefined)
+      } while (this.#checkpointAgain && !this.#closing)
+    }
+    this.#checkpointing = run().finally(() => (this.#checkpointing = undefined))
+  }
+
+  // One write transaction whose body may yield (`pause`) when readers have their own connection;
+  // with a single connection, yielding would expose uncommitted rows to readers, so it does not.
+  async #writeTransaction(fn: (pause: () => Promise<void>) => Promise<void>): Promise<void> {
+    const db = this.#writer()
+    const pause = db === this.#db ? async () => {} : () => this.#pause()
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      await fn(pause)
+      db.exec('COMMIT')
+      this.#committed()
+    } catch (err) {
+      if (db.isTransaction) db.exec('ROLLBACK')
       throw err
     }
   }
@@ -554,26 +739,52 @@ export class SqliteRegistryStore implements RegistryStore {
     this.#registries = map
   }
 
-  // isLatest per name of one source, recomputed only for names whose versions changed.
-  #updateLatest(source: string, names: Set<string>, bulk: boolean): void {
+  // isLatest per name of one source, recomputed only for names whose versions changed (all of the
+  // source's names when `bulk`, a chunk of about BATCH rows at a time, whole names per chunk).
+  async #updateLatest(
+    source: string,
+    names: Set<string>,
+    bulk: boolean,
+    pause: () => Promise<void>,
+  ): Promise<void> {
     if (!bulk && names.size === 0) return
-    const flips: Array<[number, number]> = []
+    const set = this.#wstmt('latest_set', 'UPDATE source_versions SET is_latest = ? WHERE id = ?')
     const decide = (group: LatestRow[]) => {
       const best = chooseLatest(group)
       for (const v of group) {
         const want = v === best ? 1 : 0
-        if (v.is_latest !== want) flips.push([v.id, want])
+        if (v.is_latest !== want) set.run(want, v.id)
       }
     }
     const select =
       'SELECT sv.id AS id, sv.name AS name, sv.version AS version, sv.published_at AS published_at, ' +
       'sv.is_latest AS is_latest, s.up_latest AS up_latest FROM source_versions sv ' +
       'LEFT JOIN temp.staging s ON s.name = sv.name AND s.version = sv.version WHERE sv.source = ?'
-    if (bulk) {
-      // Walk the whole source in name order, one name's versions in memory at a time.
+    if (!bulk) {
+      const one = this.#wstmt('latest_name', `${select} AND sv.name = ?`)
+      for (const name of names) {
+        const group = one.all(source, name) as unknown as LatestRow[]
+        if (group.length > 0) decide(group)
+      }
+      return
+    }
+    const boundary = this.#wstmt(
+      'latest_boundary',
+      'SELECT name FROM source_versions WHERE source = ? AND name > ? ORDER BY name LIMIT 1 OFFSET ?',
+    )
+    const upTo = this.#wstmt(
+      'latest_upto',
+      `${select} AND sv.name > ? AND sv.name <= ? ORDER BY sv.name`,
+    )
+    const rest = this.#wstmt('latest_rest', `${select} AND sv.name > ? ORDER BY sv.name`)
+    let after = ''
+    for (;;) {
+      const edge = boundary.get(source, after, BATCH)?.name as string | undefined
+      const rows = (edge === undefined
+        ? rest.all(source, after)
+        : upTo.all(source, after, edge)) as unknown as LatestRow[]
       let group: LatestRow[] = []
-      const all = this.#stmt('latest_all', `${select} ORDER BY sv.name`).iterate(source)
-      for (const r of all as Iterable<LatestRow>) {
+      for (const r of rows) {
         if (group.length > 0 && group[0]?.name !== r.name) {
           decide(group)
           group = []
@@ -581,40 +792,56 @@ export class SqliteRegistryStore implements RegistryStore {
         group.push(r)
       }
       if (group.length > 0) decide(group)
-    } else {
-      const one = this.#stmt('latest_name', `${select} AND sv.name = ?`)
-      for (const name of names) {
-        const group = one.all(source, name) as unknown as LatestRow[]
-        if (group.length > 0) decide(group)
-      }
+      if (edge === undefined) return
+      after = edge
+      await pause()
     }
-    const set = this.#stmt('latest_set', 'UPDATE source_versions SET is_latest = ? WHERE id = ?')
-    for (const [id, want] of flips) set.run(want, id)
   }
 
   // Precedence (contract §1): a name present in several sources of a registry is served, with all
   // its versions, from the source listed first.
   #rebuildRegistry(registry: string): void {
-    this.#stmt('re_del_all', 'DELETE FROM registry_entries WHERE registry = ?').run(registry)
-    this.#stmt(
-      're_ins_all',
-      'INSERT INTO registry_entries (registry, name, version, entry_id, updated_ms, is_latest, search_text) ' +
-        'SELECT registry, name, version, id, updated_ms, is_latest, search_text FROM (' +
-        '  SELECT rs.registry AS registry, sv.name AS name, sv.version AS version, sv.id AS id, ' +
-        '    sv.updated_ms AS updated_ms, sv.is_latest AS is_latest, sv.search_text AS search_text, ' +
-        '    rs.position AS position, MIN(rs.position) OVER (PARTITION BY sv.name) AS best ' +
-        '  FROM source_versions sv JOIN registry_sources rs ON rs.source = sv.source ' +
-        '  WHERE rs.registry = ?' +
-        ') WHERE position = best',
-    ).run(registry)
+    this.#wstmt('re_del_all', 'DELETE FROM registry_entries WHERE registry = ?').run(registry)
+    this.#wstmt('re_ins_all', rebuildSql('')).run(registry)
+  }
+
+  // As #rebuildRegistry, one range of names at a time (about BATCH source rows each).
+  async #rebuildRegistryInChunks(registry: string, pause: () => Promise<void>): Promise<void> {
+    const boundary = this.#wstmt(
+      're_boundary',
+      'SELECT name FROM source_versions WHERE name > ? ORDER BY name LIMIT 1 OFFSET ?',
+    )
+    const delUpTo = this.#wstmt(
+      're_del_upto',
+      'DELETE FROM registry_entries WHERE registry = ? AND name > ? AND name <= ?',
+    )
+    const delRest = this.#wstmt(
+      're_del_rest',
+      'DELETE FROM registry_entries WHERE registry = ? AND name > ?',
+    )
+    const insUpTo = this.#wstmt('re_ins_upto', rebuildSql(' AND sv.name > ? AND sv.name <= ?'))
+    const insRest = this.#wstmt('re_ins_rest', rebuildSql(' AND sv.name > ?'))
+    let after = ''
+    for (;;) {
+      const edge = boundary.get(after, BATCH)?.name as string | undefined
+      if (edge === undefined) {
+        delRest.run(registry, after)
+        insRest.run(registry, after)
+        return
+      }
+      delUpTo.run(registry, after, edge)
+      insUpTo.run(registry, after, edge)
+      after = edge
+      await pause()
+    }
   }
 
   #rebuildName(registry: string, name: string): void {
-    this.#stmt('re_del_name', 'DELETE FROM registry_entries WHERE registry = ? AND name = ?').run(
+    this.#wstmt('re_del_name', 'DELETE FROM registry_entries WHERE registry = ? AND name = ?').run(
       registry,
       name,
     )
-    this.#stmt(
+    this.#wstmt(
       're_ins_name',
       'INSERT INTO registry_entries (registry, name, version, entry_id, updated_ms, is_latest, search_text) ' +
         'SELECT rs.registry, sv.name, sv.version, sv.id, sv.updated_ms, sv.is_latest, sv.search_text ' +
@@ -662,6 +889,21 @@ export function runMigrations(db: DatabaseSync, migrations: readonly Migration[]
     }
   }
   return ran
+}
+
+// Recomputes a registry's effective rows, for all names or those matching `names` (a condition on
+// sv.name with its parameters after the registry's).
+function rebuildSql(names: string): string {
+  return (
+    'INSERT INTO registry_entries (registry, name, version, entry_id, updated_ms, is_latest, search_text) ' +
+    'SELECT registry, name, version, id, updated_ms, is_latest, search_text FROM (' +
+    '  SELECT rs.registry AS registry, sv.name AS name, sv.version AS version, sv.id AS id, ' +
+    '    sv.updated_ms AS updated_ms, sv.is_latest AS is_latest, sv.search_text AS search_text, ' +
+    '    rs.position AS position, MIN(rs.position) OVER (PARTITION BY sv.name) AS best ' +
+    '  FROM source_versions sv JOIN registry_sources rs ON rs.source = sv.source ' +
+    `  WHERE rs.registry = ?${names}` +
+    ') WHERE position = best'
+  )
 }
 
 interface LatestRow {
