@@ -7,12 +7,13 @@ import {createRegistryResponder} from '../registry-api/handler.ts'
 import {matchRegistryPath, type RegistryRoute} from '../registry-api/paths.ts'
 import type {RegistryStore} from '../registry/types.ts'
 import type {AuthGate} from './auth-gate.ts'
+import {hasDotSegment} from './dot-segments.ts'
 import {isReadMethod, sendErrorBody, sendMethodNotAllowed, sendText} from './respond.ts'
 
 /**
  * The main port's request handler (contract §1): `/openapi.json` and `/.well-known/*` are public,
  * everything else passes the auth gate (oauth mode) before routing, so an unauthenticated client
- * learns nothing about which paths exist. Errors become `{"error": …}`; anything unexpected is a
+ * learns nothing about which paths exist. A path with a `.` or `..` segment is a 400 before all that. Errors become `{"error": …}`; anything unexpected is a
  * 500 `internal server error` with the detail only in the log.
  */
 export interface MainHandlerOptions {
@@ -64,6 +65,11 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
     const path = q === -1 ? url : url.slice(0, q)
     const query = q === -1 ? '' : url.slice(q + 1)
 
+    // Before the gate, which checks public paths on the normalised path (see dot-segments.ts).
+    if (hasDotSegment(path)) {
+      sendErrorBody(res, 400, 'path: dot segments are not allowed')
+      return 'bad_path'
+    }
     if (path === '/openapi.json') {
       if (!isReadMethod(req.method)) sendMethodNotAllowed(res)
       else sendText(res, 200, openApiBody)

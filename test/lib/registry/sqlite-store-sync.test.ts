@@ -53,7 +53,7 @@ describe('SqliteRegistryStore cooperative sync (database file)', () => {
       await store.ping()
       const count = store.countRegistryVersions('default')
       const page = await store.listServers('default', {limit: 100})
-      const prefixes = new Set(page.servers.map((e) => e.server.name.split('/')[0]))
+      const prefixes = new Set(page.servers.map((e) => e.server.name.split('/')[0] ?? ''))
       seen.push({finished, count, prefixes})
     }
     const stats = await sync

@@ -5,7 +5,7 @@
  */
 import {test} from 'node:test'
 import assert from 'node:assert/strict'
-import {createServer, type Server} from 'node:http'
+import {createServer, request, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import type {BearerAuthenticator, OAuthConfig} from '../../../src/lib/auth/types.ts'
 import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
@@ -172,4 +172,79 @@ test('a store offering page text gives byte-identical bodies to the object path'
     assert.equal(y, x, q)
   }
   assert.equal(text.calls, 4)
+})
+
+// Sends `path` byte for byte (fetch and URL would remove dot segments before sending).
+function rawGet(base: string, path: string, headers: Record<string, string> = {}) {
+  const {port} = new URL(base)
+  return new Promise<{status: number; body: string}>((resolve, reject) => {
+    const req = request({host: '127.0.0.1', port, path, headers}, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => (body += c))
+      res.on('end', () => resolve({status: res.statusCode ?? 0, body}))
+    })
+    req.on('error', reject)
+    req.setTimeout(30_000, () => req.destroy(new Error('timed out')))
+    req.end()
+  })
+}
+
+test('a path with a dot segment (literal or %2e) is a 400 naming the problem, before the auth gate', async (t) => {
+  const store = await storeWithData()
+  t.after(() => store.close())
+  let authenticatorCalls = 0
+  const authenticator: BearerAuthenticator = {
+    authenticate: async () => {
+      authenticatorCalls++
+      return {ok: true, principal: {provider: 'p', subject: 'u', claims: {}}}
+    },
+    close: async () => {},
+  }
+  const url = await serve(
+    t,
+    createMainHandler({
+      store,
+      logger: createMemoryLogger(),
+      metrics: createServeMetrics(),
+      openApiJson: '{}',
+      protectedResourceJson: '{}',
+      gate: createAuthGate(
+        {...oauth, publicPaths: ['/registry/public']},
+        authenticator,
+        createMemoryLogger(),
+      ),
+    }),
+  )
+  const refused = [
+    `${LIST}/../servers`,
+    `${LIST}/./io.example%2Fa/versions`,
+    '/./openapi.json',
+    '/.well-known/../registry/default/v0.1/servers',
+    '/registry/public/../default/v0.1/servers',
+    '/registry/%2e%2e/default/v0.1/servers',
+    '/registry/%2E/default/v0.1/servers',
+    '/registry/.%2E/default/v0.1/servers',
+    `${LIST}/..`,
+    `${LIST}/.?limit=1`,
+    '/..',
+  ]
+  for (const path of refused) {
+    const res = await rawGet(url, path, {authorization: 'Bearer x'})
+    assert.equal(res.status, 400, path)
+    assert.deepEqual(JSON.parse(res.body), {error: 'path: dot segments are not allowed'}, path)
+  }
+  assert.equal(authenticatorCalls, 0, 'refused before the gate')
+
+  // Dots inside a segment are ordinary characters: versions, names, `...`, `.hidden`.
+  for (const path of [
+    `${LIST}/io.example%2Fa/versions/1.0.0`,
+    `${LIST}/io.example%2Fa/versions/...`,
+    `${LIST}/.hidden`,
+    `${LIST}/%2e%2e%2e`,
+  ]) {
+    const res = await rawGet(url, path, {authorization: 'Bearer x'})
+    assert.notEqual(res.status, 400, path)
+  }
+  assert.ok(authenticatorCalls > 0)
 })
