@@ -156,10 +156,17 @@ test('oauth.publicPaths open a prefix at segment boundaries only, and encoded tr
   for (const path of [
     '/registry/publicx/v0.1/servers',
     '/registry/public/..%2fdefault/v0.1/servers',
+  ]) {
+    assert.equal((await rawRequest(s.url, path)).status, 401, path)
+  }
+  // A dot segment, literal or encoded, is refused before the gate looks at the path.
+  for (const path of [
     '/registry/public/%2e%2e/default/v0.1/servers',
     '/registry/public/../default/v0.1/servers',
   ]) {
-    assert.equal((await rawRequest(s.url, path)).status, 401, path)
+    const res = await rawRequest(s.url, path)
+    assert.equal(res.status, 400, path)
+    assert.match(res.text, /dot segments are not allowed/, path)
   }
 })
 

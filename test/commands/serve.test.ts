@@ -172,7 +172,7 @@ describe('bad input gets a clear error and the server keeps serving', () => {
     [`${api}/servers/a%2Fb%2Fc/versions`, 400, /^serverName: /],
     [`${api}/servers/io.example%2Fwea%20ther/versions`, 400, /^serverName: /],
     [`${api}/servers/io.example%2F${'w'.repeat(190)}/versions`, 400, /^serverName: .*201/],
-    [`${api}/servers/%2e%2e/versions`, 400, /^serverName: /],
+    [`${api}/servers/%2e%2e/versions`, 400, /^path: dot segments are not allowed$/],
     [`${api}/servers/%2e%2e%2F%2e%2e/versions/1.0.0`, 400, /^serverName: /],
     ['/registry/nope/v0.1/servers', 404, /^registry not found$/],
     ['/registry/nope/v0.1/servers/io.example%2Fweather/versions', 404, /^registry not found$/],
