@@ -1,3 +1,5 @@
+import type {DatabaseSync} from 'node:sqlite'
+
 /**
  * Versioned schema of the embedded store. Each migration runs once, in order, inside a transaction
  * that also records it in `schema_migrations`; applied migrations are never edited, new ones are
@@ -65,3 +67,40 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
 ]
+
+/** Applies pending migrations in order, each in its own transaction. Safe to run on every start. */
+export function runMigrations(db: DatabaseSync, migrations: readonly Migration[]): number[] {
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, ' +
+      'description TEXT NOT NULL, applied_at TEXT NOT NULL)',
+  )
+  const applied = new Set(
+    db
+      .prepare('SELECT version FROM schema_migrations')
+      .all()
+      .map((r) => Number(r.version)),
+  )
+  const ran: number[] = []
+  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (applied.has(m.version)) continue
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      // Re-check inside the write lock: another process may have migrated meanwhile.
+      const done = db
+        .prepare('SELECT 1 AS x FROM schema_migrations WHERE version = ?')
+        .get(m.version)
+      if (!done) {
+        db.exec(m.sql)
+        db.prepare(
+          'INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)',
+        ).run(m.version, m.description, new Date().toISOString())
+        ran.push(m.version)
+      }
+      db.exec('COMMIT')
+    } catch (err) {
+      db.exec('ROLLBACK')
+      throw err
+    }
+  }
+  return ran
+}

@@ -4,8 +4,8 @@
  * name may also hold `_`. These match the upstream registry's server.json schema, so names that
  * upstream accepts are accepted here and nothing else.
  */
-export const SERVER_NAME_MIN = 3
-export const SERVER_NAME_MAX = 200
+const SERVER_NAME_MIN = 3
+const SERVER_NAME_MAX = 200
 
 const NAMESPACE_RE = /^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$/
 const NAME_RE = /^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$/
@@ -29,8 +29,4 @@ export function validateServerName(name: unknown): string | undefined {
     return 'name (after "/") must be letters, digits, ".", "_" or "-", starting and ending with a letter or digit'
   }
   return undefined
-}
-
-export function isValidServerName(name: unknown): name is string {
-  return validateServerName(name) === undefined
 }

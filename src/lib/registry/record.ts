@@ -7,7 +7,7 @@ import {OFFICIAL_META_KEY, type OfficialMeta, type ServerJson} from './types.ts'
  * `_meta` block is registry-owned (MCP registry API v0.1), so it is stripped from the stored
  * document and rebuilt from columns on the way out.
  */
-export const MAX_VERSION_LENGTH = 255
+const MAX_VERSION_LENGTH = 255
 
 /** A problem with one record: which field, and why. */
 export interface RecordProblem {
@@ -15,7 +15,7 @@ export interface RecordProblem {
   reason: string
 }
 
-export function validateVersion(version: unknown): string | undefined {
+function validateVersion(version: unknown): string | undefined {
   if (typeof version !== 'string' || version.length === 0) return 'must be a non-empty string'
   if (version.length > MAX_VERSION_LENGTH) return `must be at most ${MAX_VERSION_LENGTH} characters`
   // `latest` is a keyword of the API (`?version=latest`, `/versions/latest`): a record carrying it
@@ -57,7 +57,7 @@ function rfc3339(value: unknown): string | undefined {
 }
 
 /** Reads the official block of a `_meta` object, keeping only well-formed fields. */
-export function readOfficial(meta: unknown): UpstreamOfficial | undefined {
+function readOfficial(meta: unknown): UpstreamOfficial | undefined {
   if (!meta || typeof meta !== 'object') return undefined
   const block = (meta as Record<string, unknown>)[OFFICIAL_META_KEY]
   if (!block || typeof block !== 'object') return undefined

@@ -5,7 +5,7 @@ import {fetchText, type FetchLike} from './fetch-text.ts'
 import type {LoadResult, SourceLoader} from './loader.ts'
 import {describeUrl} from './location.ts'
 
-export const API_PAGE_LIMIT = 100
+const API_PAGE_LIMIT = 100
 // One page is at most 100 entries; 16 MiB leaves room for very large server.json documents.
 const MAX_PAGE_BYTES = 16 * 1024 * 1024
 
@@ -86,7 +86,7 @@ export class ApiLoader implements SourceLoader {
 }
 
 /** Validates one list body: `{"servers":[{server,_meta}…],"metadata":{"nextCursor"?}}`. */
-export function parseListBody(
+function parseListBody(
   text: string,
   where: string,
 ): {entries: unknown[]; nextCursor: string | undefined} {

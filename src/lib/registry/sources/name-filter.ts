@@ -7,7 +7,7 @@ import type {NameFilter} from '../types.ts'
  */
 export type NamePredicate = (name: string) => boolean
 
-export function globToRegExp(glob: string): RegExp {
+function globToRegExp(glob: string): RegExp {
   const body = glob
     .split('*')
     .map((part) => part.replace(/[.+?^${}()|[\]\\/-]/g, '\\$&'))

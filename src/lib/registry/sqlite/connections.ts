@@ -1,0 +1,159 @@
+import type {DatabaseSync, StatementSync} from 'node:sqlite'
+import {ToolgateError} from '../../errors.ts'
+import {checkpointInWorker} from '../wal-checkpoint.ts'
+import {openConnections} from './open.ts'
+
+// Rows handled between two yields to the event loop during a sync (a few ms of work each).
+export const BATCH = 2000
+
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * The state every part of the SQLite store shares: the readers' connection `db`, the writers'
+ * connection `wdb` (see openConnections), their prepared statements (cached by name, so a name is
+ * one SQL text store-wide), the write queue, WAL checkpoints and the registry definitions.
+ */
+export class StoreConnections {
+  readonly path: string
+  readonly busyTimeoutMs: number
+  db: DatabaseSync | undefined
+  wdb: DatabaseSync | undefined
+  closing = false
+  /** Registry name → its sources in precedence order, as last committed. */
+  registries = new Map<string, string[]>()
+  #statements = new Map<string, StatementSync>()
+  #wstatements = new Map<string, StatementSync>()
+  // Writes run one at a time (they share wdb and its staging table); this is the queue's tail.
+  #queue: Promise<unknown> = Promise.resolve()
+  #checkpointing: Promise<unknown> | undefined
+  #checkpointAgain = false
+  // Committed write transactions on this connection (part of dataVersion()).
+  #writes = 0
+
+  constructor(path: string, busyTimeoutMs: number) {
+    this.path = path
+    this.busyTimeoutMs = busyTimeoutMs
+  }
+
+  async open(): Promise<void> {
+    const {db, wdb} = await openConnections(this.path, this.busyTimeoutMs)
+    this.db = db
+    this.wdb = wdb
+    this.closing = false
+  }
+
+  /** Waits for the write in progress to stop at its next yield (rolled back), then closes. */
+  async close(): Promise<void> {
+    this.closing = true
+    await this.#queue
+    await this.#checkpointing
+    this.#statements.clear()
+    this.#wstatements.clear()
+    if (this.wdb !== this.db) this.wdb?.close()
+    this.db?.close()
+    this.db = undefined
+    this.wdb = undefined
+  }
+
+  database(): DatabaseSync {
+    if (!this.db) throw new ToolgateError('ERR_STORAGE', 'storage: the store is not open')
+    return this.db
+  }
+
+  writer(): DatabaseSync {
+    if (!this.wdb) throw new ToolgateError('ERR_STORAGE', 'storage: the store is not open')
+    return this.wdb
+  }
+
+  /** A statement on the readers' connection, prepared once per name. */
+  stmt(name: string, sql: string): StatementSync {
+    let s = this.#statements.get(name)
+    if (!s) {
+      s = this.database().prepare(sql)
+      this.#statements.set(name, s)
+    }
+    return s
+  }
+
+  /** A statement on the writers' connection, prepared once per name. */
+  wstmt(name: string, sql: string): StatementSync {
+    let s = this.#wstatements.get(name)
+    if (!s) {
+      s = this.writer().prepare(sql)
+      this.#wstatements.set(name, s)
+    }
+    return s
+  }
+
+  /** Committed writes through this store, plus other connections' commits (PRAGMA data_version). */
+  dataVersion(): number {
+    const row = this.stmt('data_version', 'PRAGMA data_version').get()
+    return this.#writes + Number(row?.data_version ?? 0)
+  }
+
+  /** Runs `fn` after every write queued before it, whatever their outcome. */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(() => {
+      if (this.closing) throw new ToolgateError('ERR_STORAGE', 'storage: the store is closing')
+      return fn()
+    })
+    this.#queue = run.catch(() => undefined)
+    return run
+  }
+
+  /** Lets the event loop run (requests, /health); a close() meanwhile aborts the write. */
+  async pause(): Promise<void> {
+    await tick()
+    if (this.closing) throw new ToolgateError('ERR_STORAGE', 'storage: the store is closing')
+  }
+
+  /** One write transaction that never yields. */
+  syncTransaction(fn: () => void): void {
+    const db = this.writer()
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      fn()
+      db.exec('COMMIT')
+      this.#committed()
+    } catch (err) {
+      db.exec('ROLLBACK')
+      throw err
+    }
+  }
+
+  /**
+   * One write transaction whose body may yield (`pause`) when readers have their own connection;
+   * with a single connection, yielding would expose uncommitted rows to readers, so it does not.
+   */
+  async writeTransaction(fn: (pause: () => Promise<void>) => Promise<void>): Promise<void> {
+    const db = this.writer()
+    const pause = db === this.db ? async () => {} : () => this.pause()
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      await fn(pause)
+      db.exec('COMMIT')
+      this.#committed()
+    } catch (err) {
+      if (db.isTransaction) db.exec('ROLLBACK')
+      throw err
+    }
+  }
+
+  #committed(): void {
+    this.#writes++
+    if (this.wdb === this.db) return
+    // One checkpoint at a time; a commit during one asks for another afterwards. A failure (a
+    // reader holding the log, a full disk) is harmless: the log is kept and the next one retries.
+    if (this.#checkpointing) {
+      this.#checkpointAgain = true
+      return
+    }
+    const run = async (): Promise<void> => {
+      do {
+        this.#checkpointAgain = false
+        await checkpointInWorker(this.path, this.busyTimeoutMs).catch(() => undefined)
+      } while (this.#checkpointAgain && !this.closing)
+    }
+    this.#checkpointing = run().finally(() => (this.#checkpointing = undefined))
+  }
+}

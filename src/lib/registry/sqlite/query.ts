@@ -1,0 +1,144 @@
+import {ToolgateError} from '../../errors.ts'
+import {decodeCursor, encodeCursor} from '../cursor.ts'
+import type {ListQuery} from '../types.ts'
+import type {StoreConnections} from './connections.ts'
+
+/**
+ * Read queries over `registry_entries`, for any column list (`kind` names the column list in the
+ * statement cache). A page is `WHERE (name, version) > cursor ORDER BY name, version LIMIT n+1`:
+ * an index range scan costing the same at any depth (keyset pagination, no OFFSET).
+ */
+const FROM = 'FROM registry_entries re JOIN source_versions sv ON sv.id = re.entry_id '
+
+export interface Page {
+  rows: Record<string, unknown>[]
+  next: string | undefined
+}
+
+/** One page in (name, version) order and the cursor of the next page when there is one. */
+export function selectPage(
+  c: StoreConnections,
+  registry: string,
+  query: ListQuery,
+  kind: string,
+  columns: string,
+): Page {
+  requireRegistry(c, registry)
+  const after = query.cursor !== undefined ? decodeCursor(query.cursor) : undefined
+  const latest = query.version === 'latest'
+  const exactVersion = query.version !== undefined && !latest ? query.version : undefined
+  const search = query.search ? query.search.toLowerCase() : undefined
+  const updatedSince = query.updatedSince?.getTime()
+  if (updatedSince !== undefined && Number.isNaN(updatedSince)) {
+    throw new ToolgateError('ERR_BAD_PARAMETER', 'updated_since: not a valid date-time')
+  }
+  const limit = Math.max(1, Math.min(100, Math.floor(query.limit)))
+
+  const where = ['re.registry = ?']
+  const params: (string | number)[] = [registry]
+  // Which optional conditions are present: one prepared statement per shape.
+  let shape = ''
+  if (after) {
+    // Keyset: (name, version) > (after.name, after.version). `name >= ?` bounds the range scan;
+    // the OR only filters the versions of the cursor's own name.
+    where.push('re.name >= ?', '(re.name > ? OR re.version > ?)')
+    params.push(after.name, after.name, after.version)
+    shape += 'c'
+  }
+  if (latest) {
+    where.push('re.is_latest = 1')
+    shape += 'l'
+  } else if (exactVersion !== undefined) {
+    where.push('re.version = ?')
+    params.push(exactVersion)
+    shape += 'v'
+  }
+  if (updatedSince !== undefined) {
+    where.push('re.updated_ms > ?')
+    params.push(updatedSince)
+    shape += 'u'
+  }
+  if (search) {
+    // instr() rather than LIKE: no wildcard escaping, and user text is never a pattern.
+    where.push('instr(re.search_text, ?) > 0')
+    params.push(search)
+    shape += 's'
+  }
+  params.push(limit + 1)
+  const stmt = c.stmt(
+    `${kind}_${shape}`,
+    `SELECT re.name AS page_name, re.version AS page_version, ${columns} ` +
+      FROM +
+      `WHERE ${where.join(' AND ')} ORDER BY re.name, re.version LIMIT ?`,
+  )
+  const rows = stmt.all(...params)
+  const more = rows.length > limit
+  if (more) rows.length = limit
+  const last = rows[rows.length - 1]
+  const next =
+    more && last
+      ? encodeCursor({name: String(last.page_name), version: String(last.page_version)})
+      : undefined
+  return {rows, next}
+}
+
+/** Every version of one name, in version order. */
+export function selectVersions(
+  c: StoreConnections,
+  registry: string,
+  name: string,
+  kind: string,
+  columns: string,
+): Record<string, unknown>[] {
+  requireRegistry(c, registry)
+  return c
+    .stmt(
+      kind,
+      `SELECT ${columns} ${FROM}WHERE re.registry = ? AND re.name = ? ORDER BY re.version`,
+    )
+    .all(registry, name)
+}
+
+/** One version of one name (`latest` allowed). */
+export function selectVersion(
+  c: StoreConnections,
+  registry: string,
+  name: string,
+  version: string,
+  kind: string,
+  columns: string,
+): Record<string, unknown> | undefined {
+  requireRegistry(c, registry)
+  const from = `SELECT ${columns} ${FROM}`
+  return version === 'latest'
+    ? c
+        .stmt(
+          `${kind}_latest`,
+          from + 'WHERE re.registry = ? AND re.name = ? AND re.is_latest = 1 LIMIT 1',
+        )
+        .get(registry, name)
+    : c
+        .stmt(`${kind}_version`, from + 'WHERE re.registry = ? AND re.name = ? AND re.version = ?')
+        .get(registry, name, version)
+}
+
+/** The query plan of a list query shape, for tests that guard against full scans. */
+export function explainList(c: StoreConnections, registry: string, query: ListQuery): string[] {
+  const sql =
+    'EXPLAIN QUERY PLAN SELECT re.name ' +
+    FROM +
+    'WHERE re.registry = ? AND re.name >= ? AND (re.name > ? OR re.version > ?)' +
+    (query.version === 'latest' ? ' AND re.is_latest = 1' : '') +
+    ' ORDER BY re.name, re.version LIMIT ?'
+  return c
+    .database()
+    .prepare(sql)
+    .all(registry, 'a/a', 'a/a', '', query.limit)
+    .map((r) => String(r.detail))
+}
+
+function requireRegistry(c: StoreConnections, registry: string): void {
+  if (!c.registries.has(registry)) {
+    throw new ToolgateError('ERR_REGISTRY_NOT_FOUND', 'registry not found')
+  }
+}

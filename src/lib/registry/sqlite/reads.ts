@@ -1,0 +1,67 @@
+import type {ListQuery, ListResult, ServerEntry} from '../types.ts'
+import type {StoreConnections} from './connections.ts'
+import {ENTRY_COLUMNS, ENTRY_TEXT_COLUMNS, toEntry, type EntryRow} from './entry-columns.ts'
+import {selectPage, selectVersion, selectVersions} from './query.ts'
+
+/**
+ * The store's reads, each in two forms: entry objects, and entry JSON text assembled by SQLite
+ * (byte-identical to `JSON.stringify` of the objects; see entry-columns.ts).
+ */
+export function listServers(c: StoreConnections, registry: string, query: ListQuery): ListResult {
+  const page = selectPage(c, registry, query, 'list', ENTRY_COLUMNS)
+  const rows = page.rows as unknown as EntryRow[]
+  const result: ListResult = {servers: rows.map(toEntry)}
+  if (page.next) result.nextCursor = page.next
+  return result
+}
+
+export function listServersText(
+  c: StoreConnections,
+  registry: string,
+  query: ListQuery,
+): {servers: string[]; nextCursor?: string} {
+  const page = selectPage(c, registry, query, 'list_text', ENTRY_TEXT_COLUMNS)
+  const result: {servers: string[]; nextCursor?: string} = {
+    servers: page.rows.map((r) => r.entry as string),
+  }
+  if (page.next) result.nextCursor = page.next
+  return result
+}
+
+export function listVersions(
+  c: StoreConnections,
+  registry: string,
+  name: string,
+): ServerEntry[] | undefined {
+  const rows = selectVersions(c, registry, name, 'versions', ENTRY_COLUMNS)
+  return rows.length === 0 ? undefined : (rows as unknown as EntryRow[]).map(toEntry)
+}
+
+export function listVersionsText(
+  c: StoreConnections,
+  registry: string,
+  name: string,
+): string[] | undefined {
+  const rows = selectVersions(c, registry, name, 'versions_text', ENTRY_TEXT_COLUMNS)
+  return rows.length === 0 ? undefined : rows.map((r) => r.entry as string)
+}
+
+export function getVersion(
+  c: StoreConnections,
+  registry: string,
+  name: string,
+  version: string,
+): ServerEntry | undefined {
+  const row = selectVersion(c, registry, name, version, 'get', ENTRY_COLUMNS)
+  return row ? toEntry(row as unknown as EntryRow) : undefined
+}
+
+export function getVersionText(
+  c: StoreConnections,
+  registry: string,
+  name: string,
+  version: string,
+): string | undefined {
+  const row = selectVersion(c, registry, name, version, 'get_text', ENTRY_TEXT_COLUMNS)
+  return row ? (row.entry as string) : undefined
+}
