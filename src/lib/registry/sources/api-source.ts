@@ -1,7 +1,8 @@
 import {ToolgateError} from '../../errors.ts'
+import type {OutboundClient} from '../../http/outbound.ts'
 import {OFFICIAL_META_KEY, type ServerJson} from '../types.ts'
 import {RecordStream} from './document.ts'
-import {fetchText, type FetchLike} from './fetch-text.ts'
+import {fetchBody} from './fetch-body.ts'
 import type {LoadResult, SourceLoader} from './loader.ts'
 import {describeUrl} from './location.ts'
 
@@ -16,8 +17,8 @@ const MAX_PAGE_BYTES = 16 * 1024 * 1024
  * official `_meta` block of each entry is kept (it owns publishedAt/updatedAt/status there).
  */
 export interface ApiLoaderOptions {
-  fetch?: FetchLike
-  timeoutMs: number
+  /** The shared guarded client: its timeout bounds each page request; redirects are not followed. */
+  client: OutboundClient
   maxPages: number
 }
 
@@ -59,12 +60,11 @@ export class ApiLoader implements SourceLoader {
           `${this.location}: more than ${this.#options.maxPages} pages`,
         )
       }
-      const text = await fetchText(this.pageUrl(cursor), {
-        fetch: this.#options.fetch,
-        timeoutMs: this.#options.timeoutMs,
+      const bytes = await fetchBody(this.#options.client, this.pageUrl(cursor), {
         maxBytes: MAX_PAGE_BYTES,
         signal,
       })
+      const text = bytes.toString('utf8')
       const body = parseListBody(text, `${this.location} (page ${page + 1})`)
       for (const entry of body.entries) texts.push(JSON.stringify(entry))
       if (body.nextCursor === undefined) break

@@ -1,6 +1,7 @@
 import {ToolgateError} from '../../errors.ts'
+import type {OutboundClient} from '../../http/outbound.ts'
 import {streamRegistryDocument, streamRegistryFile} from './document.ts'
-import {fetchBytes, type FetchLike} from './fetch-text.ts'
+import {fetchBody} from './fetch-body.ts'
 import type {LoadResult, SourceLoader} from './loader.ts'
 import {describeUrl} from './location.ts'
 
@@ -33,14 +34,13 @@ export class FilePathLoader implements SourceLoader {
   }
 }
 
-/** A `file` source fetched over http(s). */
+/** A `file` source fetched over http(s) with the shared guarded client (timeout, no redirects). */
 export class FileUrlLoader implements SourceLoader {
   readonly location: string
   readonly url: string
-  #fetch: FetchLike | undefined
-  #timeoutMs: number
+  #client: OutboundClient
 
-  constructor(url: string, options: {fetch?: FetchLike; timeoutMs: number}) {
+  constructor(url: string, client: OutboundClient) {
     const parsed = new URL(url)
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
       throw new ToolgateError(
@@ -50,17 +50,11 @@ export class FileUrlLoader implements SourceLoader {
     }
     this.url = url
     this.location = describeUrl(url)
-    this.#fetch = options.fetch
-    this.#timeoutMs = options.timeoutMs
+    this.#client = client
   }
 
   async load(signal?: AbortSignal): Promise<LoadResult> {
-    const text = await fetchBytes(this.url, {
-      fetch: this.#fetch,
-      timeoutMs: this.#timeoutMs,
-      maxBytes: MAX_DOCUMENT_BYTES,
-      signal,
-    })
-    return {records: streamRegistryDocument(text, this.location), trustOfficialMeta: false}
+    const bytes = await fetchBody(this.#client, this.url, {maxBytes: MAX_DOCUMENT_BYTES, signal})
+    return {records: streamRegistryDocument(bytes, this.location), trustOfficialMeta: false}
   }
 }

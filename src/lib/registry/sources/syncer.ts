@@ -1,10 +1,10 @@
 import {watch, type FSWatcher} from 'node:fs'
 import {basename, dirname, resolve} from 'node:path'
 import {ToolgateError} from '../../errors.ts'
+import {createOutboundClient, type OutboundClient} from '../../http/outbound.ts'
 import {createLogger, type Logger} from '../../log/logger.ts'
 import type {RegistryStore, SourceConfig} from '../types.ts'
 import {ApiLoader} from './api-source.ts'
-import type {FetchLike} from './fetch-text.ts'
 import {FilePathLoader, FileUrlLoader} from './file-source.ts'
 import type {SourceLoader} from './loader.ts'
 import {compileNameFilter, type NamePredicate} from './name-filter.ts'
@@ -22,7 +22,12 @@ export interface SourceSyncerOptions {
   store: RegistryStore
   sources: SourceConfig[]
   logger?: Logger
-  fetch?: FetchLike
+  /**
+   * HTTP client of url and api sources. Default: a guarded client (src/lib/http/outbound.ts) with
+   * `requestTimeoutMs`, created on first need and closed by stop(). Private and loopback addresses
+   * are allowed: these URLs are operator-configured and trusted as given (contract §2).
+   */
+  outbound?: OutboundClient
   now?: () => Date
   /** Relative file paths resolve against this directory (the config file's). Default: cwd. */
   baseDir?: string
@@ -83,6 +88,8 @@ export class SourceSyncer {
   #abort = new AbortController()
   #started = false
   #stopped = false
+  // The HTTP client this syncer created (and closes); undefined when none or one was given.
+  #ownClient: OutboundClient | undefined
 
   constructor(options: SourceSyncerOptions) {
     this.#store = options.store
@@ -91,6 +98,14 @@ export class SourceSyncer {
     this.#debounceMs = options.debounceMs ?? 250
     this.#watch = options.watch ?? true
     const timeoutMs = options.requestTimeoutMs ?? 30_000
+    let client = options.outbound
+    const http = (): OutboundClient => {
+      if (!client) {
+        client = createOutboundClient({allowPrivateIP: true, timeoutMs, label: 'registry sources'})
+        this.#ownClient = client
+      }
+      return client
+    }
     for (const [i, config] of options.sources.entries()) {
       const where = `sources[${i}] (${config.name})`
       if (this.#states.has(config.name)) {
@@ -108,8 +123,7 @@ export class SourceSyncer {
           )
         }
         loader = new ApiLoader(config.endpoint, {
-          fetch: options.fetch,
-          timeoutMs,
+          client: http(),
           maxPages: options.maxApiPages ?? 10_000,
         })
       } else if (config.url !== undefined && config.path === undefined) {
@@ -119,7 +133,7 @@ export class SourceSyncer {
             `${where}.syncPolicy.interval: required for file.url sources`,
           )
         }
-        loader = new FileUrlLoader(config.url, {fetch: options.fetch, timeoutMs})
+        loader = new FileUrlLoader(config.url, http())
       } else if (config.path !== undefined && config.url === undefined) {
         loader = new FilePathLoader(resolve(options.baseDir ?? process.cwd(), config.path))
       } else {
@@ -205,6 +219,9 @@ export class SourceSyncer {
       s.pending = false
     }
     await Promise.allSettled([...this.#states.values()].map((s) => s.running))
+    const client = this.#ownClient
+    this.#ownClient = undefined
+    await client?.close().catch(() => undefined)
   }
 
   // ----- internals -----
