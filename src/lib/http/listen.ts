@@ -45,17 +45,24 @@ export function listen(server: Server, addr: HostPort, where: string): Promise<A
 }
 
 /**
- * Graceful close: stop accepting, let in-flight requests finish, and after `graceMs` cut what is
- * left (long-lived SSE streams would otherwise hold shutdown forever).
+ * Graceful close, the one used by every server toolgate runs: stop accepting, let in-flight
+ * requests finish, close keep-alive connections as soon as they go idle (polling, because a
+ * connection that finishes its request after `close()` would otherwise idle until
+ * keepAliveTimeout and hold the close), and after `graceMs` cut what is left (long-lived SSE
+ * streams would otherwise hold shutdown forever).
  */
 export async function closeGracefully(server: Server, graceMs = 10_000): Promise<void> {
   if (!server.listening) return
   const closed = new Promise<void>((resolve) => server.close(() => resolve()))
   server.closeIdleConnections()
-  const timer = setTimeout(() => server.closeAllConnections(), graceMs)
-  timer.unref()
-  await closed
-  clearTimeout(timer)
+  const poll = setInterval(() => server.closeIdleConnections(), 50)
+  const cut = setTimeout(() => server.closeAllConnections(), graceMs)
+  try {
+    await closed
+  } finally {
+    clearInterval(poll)
+    clearTimeout(cut)
+  }
 }
 
 export function urlOf(info: AddressInfo, scheme = 'http'): string {
