@@ -93,3 +93,15 @@ export function withoutFlatHeader(flat: readonly string[], name: string): string
   for (let i = 0; i < flat.length; i += 2) if (flat[i] !== name) out.push(flat[i] as string, flat[i + 1] as string)
   return out
 }
+
+/** A flat header list as a record (names are already lower-case; repeated fields become arrays). */
+export function flatHeaderRecord(flat: readonly string[]): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {}
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i] as string
+    const value = flat[i + 1] as string
+    const prev = out[name]
+    out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value]
+  }
+  return out
+}

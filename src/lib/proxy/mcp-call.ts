@@ -26,6 +26,8 @@ export async function callJsonRpc(opts: {
       ...opts.headers,
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
+      // The answer is parsed here, so it must come uncoded (RFC 9110 §12.5.3).
+      'accept-encoding': 'identity',
       'content-length': String(Buffer.byteLength(payload)),
     },
     body: payload,

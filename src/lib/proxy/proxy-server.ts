@@ -11,7 +11,7 @@ import type {TokenExchanger} from '../token-exchange/exchanger.ts'
 import {bodyTooLarge, byteLimiter, effectiveBodyLimit, readDeclaredBody} from './body-limit.ts'
 import {forwardRequest, type ForwardCall} from './forward.ts'
 import type {InjectedHeader} from './forward-headers.ts'
-import {endToEndHeaders, endToEndRawHeaders, flatHeaderValues, withoutFlatHeader} from './hop-by-hop.ts'
+import {endToEndHeaders, endToEndRawHeaders, flatHeaderRecord, flatHeaderValues, withoutFlatHeader} from './hop-by-hop.ts'
 import {
   bearerOf,
   incomingAuthEnabled,
@@ -21,7 +21,7 @@ import {
 } from './incoming-auth.ts'
 import {callJsonRpc} from './mcp-call.ts'
 import {ORIGIN_REJECTED_BODY, createOriginPolicy, isLoopbackHost, loopbackOrigins, type OriginPolicy} from './origin.ts'
-import type {InterceptDecision, RequestInterceptor, UpstreamTokenSource} from './types.ts'
+import type {InterceptDecision, RequestInterceptor, ResponseRewriter, UpstreamTokenSource} from './types.ts'
 import {DEFAULT_TIMEOUTS, createUpstream, isConnectFailure, type UpstreamTimeouts} from './upstream.ts'
 import {CORS_HEADERS, buildMetadata, metadataPaths} from './well-known.ts'
 
@@ -190,6 +190,8 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     }
 
     const headers = endToEndHeaders(req.headers, drop)
+    // The interceptor's rewriters read the body as text: ask for it uncoded (RFC 9110 §12.5.3).
+    if (config.interceptor) headers['accept-encoding'] = 'identity'
     const credentials = async (signal?: AbortSignal): Promise<Record<string, string>> => {
       const out: Record<string, string> = {}
       const outgoing = config.upstreamToken ? await config.upstreamToken.getToken(signal) : undefined
@@ -217,6 +219,9 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
             const v = req.headers[name]
             if (typeof v === 'string') session[name] = v
           }
+          // Without outgoing auth the target sees the client's own Authorization on forwarded
+          // requests; it must see it on this call too, or a target that checks it answers 401.
+          if (!outgoingAuth && typeof headers.authorization === 'string') session.authorization = headers.authorization
           return callJsonRpc({
             dispatcher: upstream.dispatcher,
             origin,
@@ -269,7 +274,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       headers: Record<string, string | string[]>
       body: Buffer | Readable | undefined
       state: InFlight
-      rewrite: ((contentType: string | undefined) => TransformStream<Uint8Array, Uint8Array> | undefined) | undefined
+      rewrite: ResponseRewriter | undefined
       retry: boolean
     },
   ): Promise<void> {
@@ -285,8 +290,9 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
         }
         let h = endToEndRawHeaders(rawHeaders)
         const types = flatHeaderValues(h, 'content-type')
-        const transform = f.rewrite?.(types.length === 1 ? types[0] : undefined)
-        if (transform) h = withoutFlatHeader(h, 'content-length')
+        const transform = f.rewrite?.(types.length === 1 ? types[0] : undefined, flatHeaderRecord(h))
+        // The rewritten body is plain and of another length (a coded body is replaced, never decoded).
+        if (transform) h = withoutFlatHeader(withoutFlatHeader(h, 'content-length'), 'content-encoding')
         res.writeHead(statusCode, h)
         // SSE: the head must leave now, the first event may be minutes away.
         if (types.join(',').startsWith('text/event-stream')) res.flushHeaders()

@@ -33,11 +33,20 @@ export interface LocalAnswer {
   body: string
 }
 
+/** Upstream response header fields, names lower-case (repeated fields as arrays). */
+export type ResponseHeaderFields = Readonly<Record<string, string | string[] | undefined>>
+
 /**
  * Rewrites an upstream response body before it reaches the client. Called once per response with the
- * content type; returns a transform over the body chunks (JSON bodies arrive whole, SSE per chunk).
+ * content type and the response's end-to-end header fields; returns a transform over the body chunks
+ * (JSON bodies arrive whole, SSE per chunk). The proxy asks the target for `identity` coding when an
+ * interceptor is configured, but a target may compress anyway: `headers['content-encoding']` says so.
+ * A returned transform produces a plain body, so the proxy drops `content-encoding` and `content-length`.
  */
-export type ResponseRewriter = (contentType: string | undefined) => TransformStream<Uint8Array, Uint8Array> | undefined
+export type ResponseRewriter = (
+  contentType: string | undefined,
+  headers?: ResponseHeaderFields,
+) => TransformStream<Uint8Array, Uint8Array> | undefined
 
 export type InterceptDecision =
   | {action: 'forward'; rewriteResponse?: ResponseRewriter}
