@@ -1,5 +1,5 @@
 import {ToolgateError} from '../errors.ts'
-import {isHopByHop} from './hop-by-hop.ts'
+import {isHopByHop, isProxyIdentityField} from './hop-by-hop.ts'
 
 /** RFC 9110 §5.6.2 token: the characters a field name may use. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
@@ -11,8 +11,8 @@ const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/
  * Names the proxy owns: hop-by-hop fields and those that state the proxy's identity or the message
  * framing. Letting an operator set them would break framing or spoof provenance.
  */
-const RESTRICTED = new Set(['host', 'content-length', 'forwarded'])
-const RESTRICTED_PREFIXES = ['x-forwarded-', 'proxy-']
+const RESTRICTED = new Set(['host', 'content-length'])
+const RESTRICTED_PREFIXES = ['proxy-']
 
 export interface InjectedHeader {
   /** Lower-case field name. */
@@ -23,7 +23,7 @@ export interface InjectedHeader {
 export function assertInjectableName(name: string, where: string): string {
   if (!TOKEN.test(name)) throw new ToolgateError('ERR_USAGE', `${where}: "${name}" is not a valid header name`)
   const lower = name.toLowerCase()
-  if (RESTRICTED.has(lower) || isHopByHop(lower) || RESTRICTED_PREFIXES.some((p) => lower.startsWith(p))) {
+  if (RESTRICTED.has(lower) || isHopByHop(lower) || isProxyIdentityField(lower) || RESTRICTED_PREFIXES.some((p) => lower.startsWith(p))) {
     throw new ToolgateError('ERR_USAGE', `${where}: header "${name}" is managed by the proxy and cannot be injected`)
   }
   return lower

@@ -35,6 +35,16 @@ export function isHopByHop(name: string): boolean {
 }
 
 /**
+ * Fields that state who the client is or how it reached us (RFC 7239 `Forwarded`, the de-facto
+ * `X-Forwarded-*` family and `X-Real-IP`). Only a proxy may write them; a client-sent value would
+ * let anyone claim another address, host or scheme to a target that trusts them, so the proxy
+ * neither forwards them from the client nor lets an operator inject them. `name` is lower-case.
+ */
+export function isProxyIdentityField(name: string): boolean {
+  return name === 'forwarded' || name === 'x-real-ip' || name.startsWith('x-forwarded-')
+}
+
+/**
  * Copies end-to-end fields. `drop` names extra (lower-case) fields to leave out, e.g. `host`
  * toward the target (undici sets it from the target origin) or `authorization` when the proxy
  * supplies its own credential.
@@ -52,6 +62,16 @@ export function endToEndHeaders(
     if (HOP_BY_HOP.has(lower) || listed?.has(lower) || drop?.has(lower)) continue
     out[lower] = value
   }
+  return out
+}
+
+/** The client's request fields as the target gets them: end-to-end, minus proxy-identity fields. */
+export function requestHeadersForTarget(
+  headers: IncomingHttpHeaders,
+  drop: ReadonlySet<string>,
+): OutgoingHttpHeaders & Record<string, string | string[]> {
+  const out = endToEndHeaders(headers, drop)
+  for (const name in out) if (isProxyIdentityField(name)) delete out[name]
   return out
 }
 

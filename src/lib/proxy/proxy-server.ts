@@ -11,7 +11,7 @@ import type {TokenExchanger} from '../token-exchange/exchanger.ts'
 import {bodyTooLarge, byteLimiter, effectiveBodyLimit, readDeclaredBody} from './body-limit.ts'
 import {forwardRequest, type ForwardCall} from './forward.ts'
 import type {InjectedHeader} from './forward-headers.ts'
-import {endToEndHeaders, endToEndRawHeaders, flatHeaderRecord, flatHeaderValues, withoutFlatHeader} from './hop-by-hop.ts'
+import {endToEndRawHeaders, requestHeadersForTarget, flatHeaderRecord, flatHeaderValues, withoutFlatHeader} from './hop-by-hop.ts'
 import {
   bearerOf,
   incomingAuthEnabled,
@@ -189,7 +189,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       body = req.pipe(byteLimiter(limit))
     }
 
-    const headers = endToEndHeaders(req.headers, drop)
+    const headers = requestHeadersForTarget(req.headers, drop)
     // The interceptor's rewriters read the body as text: ask for it uncoded (RFC 9110 §12.5.3).
     if (config.interceptor) headers['accept-encoding'] = 'identity'
     const credentials = async (signal?: AbortSignal): Promise<Record<string, string>> => {

@@ -31,6 +31,7 @@ describe('header injection (--remote-forward-headers)', () => {
     'Forwarded',
     'X-Forwarded-For',
     'x-forwarded-host',
+    'X-Real-IP',
     'Proxy-Authorization',
     'Keep-Alive',
     'TE',

@@ -79,6 +79,24 @@ describe('proxy forwarding', () => {
     assert.equal(res.headers['x-end'], 'kept')
   })
 
+  it('drops client-sent Forwarded, X-Forwarded-* and X-Real-IP so the target cannot be told a spoofed origin', async () => {
+    upstream.respond((_req, res) => res.end('ok'))
+    const before = upstream.requests.length
+    const spoofed = {
+      forwarded: 'for=203.0.113.7;proto=https;host=admin.example',
+      'x-forwarded-for': '203.0.113.7',
+      'x-forwarded-host': 'admin.example',
+      'x-forwarded-proto': 'https',
+      'X-Forwarded-Prefix': '/admin',
+      'x-real-ip': '203.0.113.7',
+    }
+    const res = await send(proxy.url, {method: 'GET', headers: {...spoofed, 'x-custom': 'passes'}})
+    assert.equal(res.status, 200)
+    const rec = upstream.requests[before]!
+    for (const name of Object.keys(spoofed)) assert.equal(rec.headers[name.toLowerCase()], undefined, name)
+    assert.equal(rec.headers['x-custom'], 'passes')
+  })
+
   it('passes MCP session, protocol-version, Mcp-* and Last-Event-ID headers both ways', async () => {
     upstream.respond((_req, res) => {
       res.writeHead(200, {'content-type': 'application/json', 'mcp-session-id': 'sess-2', 'mcp-protocol-version': '2025-06-18', 'mcp-extra': 'y'})
