@@ -19,6 +19,7 @@ import {
   unauthorizedAnswer,
   type IncomingOidcOptions,
 } from './incoming-auth.ts'
+import {logPath} from './log-path.ts'
 import {callJsonRpc} from './mcp-call.ts'
 import {ORIGIN_REJECTED_BODY, createOriginPolicy, isLoopbackHost, loopbackOrigins, type OriginPolicy} from './origin.ts'
 import type {InterceptDecision, RequestInterceptor, ResponseRewriter, UpstreamTokenSource} from './types.ts'
@@ -116,10 +117,9 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const rawUrl = req.url ?? '/'
     const method = req.method ?? 'GET'
+    const path = logPath(rawUrl)
 
     if (wellKnown) {
-      const q = rawUrl.indexOf('?')
-      const path = q === -1 ? rawUrl : rawUrl.slice(0, q)
       if (wellKnown.paths.has(path)) {
         if (method === 'OPTIONS') {
           res.writeHead(204, CORS_HEADERS)
@@ -136,7 +136,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     // 1. Body limit: a declared length over the limit is refused before anything is forwarded.
     const declared = req.headers['content-length']
     if (declared !== undefined && Number(declared) > limit) {
-      log.info('request refused', {reason: 'body too large', path: rawUrl})
+      log.info('request refused', {reason: 'body too large', path})
       res.setHeader('connection', 'close')
       answer(res, 413, JSON.stringify({error: bodyTooLarge(limit).message}))
       return
@@ -146,7 +146,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     const origins = req.headers.origin === undefined ? undefined : req.headersDistinct.origin
     const decision = originPolicy.check(origins)
     if (!decision.ok) {
-      log.info('request refused', {reason: decision.reason, path: rawUrl})
+      log.info('request refused', {reason: decision.reason, path})
       answer(res, 403, ORIGIN_REJECTED_BODY)
       return
     }
@@ -157,7 +157,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       const auth = req.headers.authorization === undefined ? undefined : req.headersDistinct.authorization
       const outcome = await authenticator.authenticate(auth && auth.length === 1 ? auth[0] : auth)
       if (!outcome.ok) {
-        log.info('request refused', {reason: outcome.error, path: rawUrl})
+        log.info('request refused', {reason: outcome.error, path})
         const a = unauthorizedAnswer(config.oidc!, config.resourceUrl, outcome.error, outcome.description)
         answer(res, 401, a.body, a.headers)
         return
@@ -312,18 +312,18 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       if (sink && sink !== res) sink.destroy()
       if (f.state.gone && res.destroyed) return // the client left; nothing to answer
       if (isToolgateError(err, 'ERR_BODY_TOO_LARGE')) {
-        log.info('request refused', {reason: 'body too large', path: rawUrl})
+        log.info('request refused', {reason: 'body too large', path: logPath(rawUrl)})
         res.setHeader('connection', 'close')
         answer(res, 413, JSON.stringify({error: err.message}))
         return
       }
       if (res.headersSent) {
         // The target failed mid-stream: end the client's response too (abort both ways).
-        log.warn('upstream stream failed', {path: rawUrl, reason: (err as Error).message})
+        log.warn('upstream stream failed', {path: logPath(rawUrl), reason: (err as Error).message})
         res.destroy()
         return
       }
-      log.warn('upstream request failed', {path: rawUrl, reason: (err as Error).message, code: (err as {code?: string}).code})
+      log.warn('upstream request failed', {path: logPath(rawUrl), reason: (err as Error).message, code: (err as {code?: string}).code})
       const what = isConnectFailure(err) ? 'upstream unavailable' : 'upstream request failed'
       answer(res, 502, JSON.stringify({error: what}))
       return
@@ -343,7 +343,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
 
   const server = createServer({requestTimeout: 0, keepAliveTimeout: 65_000}, (req, res) => {
     handle(req, res).catch((err) => {
-      log.error('request failed', {path: req.url, reason: (err as Error).message})
+      log.error('request failed', {path: logPath(req.url), reason: (err as Error).message})
       answer(res, 500, '{"error":"internal server error"}')
     })
   })
