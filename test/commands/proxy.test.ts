@@ -110,6 +110,7 @@ describe('toolgate proxy (command)', () => {
     ['a token-exchange client secret together with its file', ['--token-exchange-url', 'https://a.test/t', '--token-exchange-client-id', 'c', '--token-exchange-client-secret', 'secret-token-value', '--token-exchange-client-secret-file', '/tmp/x'], /cannot be used together/],
     ['an injected header with a restricted name', ['--remote-forward-headers', 'X-Forwarded-For=secret-token-value'], /X-Forwarded-For" is managed by the proxy/],
     ['an injected header value with CR/LF', ['--remote-forward-headers', 'X-A=secret-token-value\r\nX-B: y'], /contains CR, LF or control characters/],
+    ['a JWKS URL without --oidc-issuer or --oidc-audience', ['--oidc-jwks-url', 'https://idp.test/jwks'], /--oidc-jwks-url: also set --oidc-issuer or --oidc-audience/],
   ]
   for (const [what, args, pattern] of usage) {
     it(`refuses ${what} as a usage error (exit 64) without echoing secrets`, async () => {

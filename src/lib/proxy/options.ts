@@ -119,6 +119,13 @@ export function proxyConfigFromFlags(name: string, flags: ProxyFlags, deps: Prox
   if (flags['oidc-introspection-url']) oidc.introspectionUrl = url(flags['oidc-introspection-url'], '--oidc-introspection-url').href
   if (flags['oidc-client-id']) oidc.clientId = flags['oidc-client-id']
   if (flags['oidc-client-secret']) oidc.clientSecret = flags['oidc-client-secret']
+  // Keys or an introspection endpoint alone do not say whose tokens are meant: without an issuer
+  // `iss` is not checked, and without an audience any token the same keys signed is accepted —
+  // on a multi-tenant IdP, other tenants' tokens too. One of the two must pin it (deny when unsure).
+  if ((oidc.jwksUrl || oidc.introspectionUrl) && !oidc.issuer && !oidc.audience) {
+    const which = oidc.jwksUrl ? '--oidc-jwks-url' : '--oidc-introspection-url'
+    throw new ToolgateError('ERR_USAGE', `${which}: also set --oidc-issuer or --oidc-audience (or both), or any token signed or known by that provider would be accepted`)
+  }
 
   // Outgoing bearer: flag → file → env (contract §3).
   exclusive(flags, 'remote-auth-bearer-token', 'remote-auth-bearer-token-file')

@@ -117,9 +117,22 @@ describe('proxy flags → config', () => {
     ['exchange options without an exchange URL', {'token-exchange-audience': 'x'}, /--token-exchange-audience needs --token-exchange-url/],
     ['an unknown subject token type', {'token-exchange-url': 'https://a.test/t', 'token-exchange-subject-token-type': 'saml'}, /access_token or id_token/],
     ['a restricted exchange header name', {'token-exchange-url': 'https://a.test/t', 'token-exchange-header-name': 'Host'}, /--token-exchange-header-name/],
+    ['a JWKS URL without issuer or audience', {'oidc-jwks-url': 'https://idp.test/jwks'}, /--oidc-jwks-url: also set --oidc-issuer or --oidc-audience/],
+    ['an introspection URL without issuer or audience', {'oidc-introspection-url': 'https://idp.test/introspect', 'oidc-client-id': 'c'}, /--oidc-introspection-url: also set --oidc-issuer or --oidc-audience/],
   ]
   for (const [what, flags, pattern] of badFlags) {
     it(`refuses ${what}`, () => usageError(() => proxyConfigFromFlags('s', {...base, ...flags}, {logger, env: {}}), pattern))
+  }
+
+  const pinned: Array<[string, Partial<ProxyFlags>]> = [
+    ['a JWKS URL with an audience', {'oidc-jwks-url': 'https://idp.test/jwks', 'oidc-audience': 'api://x'}],
+    ['a JWKS URL with an issuer', {'oidc-jwks-url': 'https://idp.test/jwks', 'oidc-issuer': 'https://idp.test'}],
+    ['an introspection URL with an audience', {'oidc-introspection-url': 'https://idp.test/i', 'oidc-audience': 'api://x'}],
+  ]
+  for (const [what, flags] of pinned) {
+    it(`accepts ${what}`, () => {
+      assert.ok(proxyConfigFromFlags('s', {...base, ...flags}, {logger, env: {}}).oidc)
+    })
   }
 
   it('keeps issuer and resource URL exactly as typed', () => {
