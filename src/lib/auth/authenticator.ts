@@ -5,7 +5,7 @@ import {DEFAULT_OUTBOUND_TIMEOUT_MS} from '../http/outbound.ts'
 import type {Logger} from '../log/logger.ts'
 import {parseAuthorization} from './bearer-header.ts'
 import {createProviderValidator, type ProviderValidator, type Verdict} from './provider-validator.ts'
-import {ResultCache} from './result-cache.ts'
+import {createResultCache, tokenCacheKey} from './result-cache.ts'
 import type {AuthOutcome, BearerAuthenticator, OAuthConfig, ProviderConfig} from './types.ts'
 
 export interface AuthenticatorDeps {
@@ -77,7 +77,7 @@ export function createBearerAuthenticator(config: OAuthConfig, deps: Authenticat
   }
   if (validators.length === 0) throw new ToolgateError('ERR_CONFIG_INVALID', `${where}: at least one provider is required`)
 
-  const cache = new ResultCache(deps.cacheMaxEntries ?? 10_000, nowMs)
+  const cache = createResultCache(deps.cacheMaxEntries ?? 10_000, nowMs)
   const inFlight = new Map<string, Promise<AuthOutcome>>()
   const health = new Map<string, {reason: string; at: number}>()
 
@@ -129,7 +129,7 @@ export function createBearerAuthenticator(config: OAuthConfig, deps: Authenticat
   }
 
   const accept = (key: string, verdict: Extract<Verdict, {kind: 'accept'}>): AuthOutcome => {
-    cache.set(key, {principal: verdict.principal, expiresAt: verdict.expiresAt})
+    cache.set(key, verdict.principal, verdict.expiresAt)
     log.debug('token accepted', {provider: verdict.principal.provider, sub: verdict.principal.subject, via: verdict.via})
     return {ok: true, principal: verdict.principal}
   }
@@ -140,7 +140,7 @@ export function createBearerAuthenticator(config: OAuthConfig, deps: Authenticat
       if (!header.ok) return {ok: false, error: 'invalid_request', description: header.description}
       const token = header.token
       if (token.length > maxTokenLength) return {ok: false, error: 'invalid_token', description: DESCRIPTIONS.tooLarge}
-      const key = ResultCache.keyOf(token)
+      const key = tokenCacheKey(token)
       const hit = cache.get(key)
       if (hit) return {ok: true, principal: hit}
       // Concurrent requests with the same token share one validation.

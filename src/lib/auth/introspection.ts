@@ -1,3 +1,4 @@
+import {basicAuthorization} from '../http/basic-auth.ts'
 import type {JsonResponse} from '../http/outbound.ts'
 import {checkClaims, type ClaimCheck} from './claims.ts'
 
@@ -19,10 +20,7 @@ export function introspectionRequest(token: string, creds: IntrospectionCredenti
   }
   const params = new URLSearchParams({token, token_type_hint: 'access_token'})
   if (creds.clientId !== undefined && creds.clientSecret !== undefined) {
-    // RFC 6749 §2.3.1: client id and secret are form-urlencoded before Basic encoding.
-    const user = encodeURIComponent(creds.clientId)
-    const pass = encodeURIComponent(creds.clientSecret)
-    headers.authorization = 'Basic ' + Buffer.from(`${user}:${pass}`).toString('base64')
+    headers.authorization = basicAuthorization(creds.clientId, creds.clientSecret)
   } else if (creds.bearer !== undefined) {
     headers.authorization = `Bearer ${creds.bearer}`
     if (creds.clientId !== undefined) params.set('client_id', creds.clientId)

@@ -6,7 +6,7 @@ import {blockedRange} from '../http/ip-ranges.ts'
 import {checkClaims} from './claims.ts'
 import {introspectionRequest, processIntrospectionResponse} from './introspection.ts'
 import {createKeySource, type KeySource} from './key-source.ts'
-import {readSecretFile, rotatingSecretFile, type RotatingSecret} from './secret-file.ts'
+import {readSecretFile, rotatingSecretFile, type RotatingSecret} from '../fs/secret-file.ts'
 import type {Principal, ProviderConfig} from './types.ts'
 
 /** Only asymmetric JWS algorithms (contract §1): `none` and HS* can never verify. */
@@ -50,9 +50,9 @@ export interface ProviderValidator {
 export function createProviderValidator(config: ProviderConfig, where: string, opts: ProviderValidatorOptions): ProviderValidator {
   const label = `provider "${config.name}"`
   const clientSecret =
-    config.clientSecret ?? (config.clientSecretFile !== undefined ? readSecretFile(config.clientSecretFile, `${where}.clientSecretFile (${label})`) : undefined)
+    config.clientSecret ?? (config.clientSecretFile !== undefined ? readSecretFile(config.clientSecretFile, {what: `${where}.clientSecretFile (${label})`}) : undefined)
   const authToken: RotatingSecret | undefined =
-    config.authTokenFile !== undefined ? rotatingSecretFile(config.authTokenFile, `${where}.authTokenFile (${label})`) : undefined
+    config.authTokenFile !== undefined ? rotatingSecretFile(config.authTokenFile, {what: `${where}.authTokenFile (${label})`}) : undefined
 
   const base = {timeoutMs: opts.timeoutMs, label, ...(config.caCertPath !== undefined ? {caCertPath: config.caCertPath} : {}), ...(opts.lookup ? {lookup: opts.lookup} : {})}
   const allowAll = config.allowPrivateIP === true

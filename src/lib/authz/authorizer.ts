@@ -11,7 +11,7 @@
 import type {Logger} from '../log/logger.ts'
 import {ToolgateError} from '../errors.ts'
 import {authorize, policyToJson, preparsePolicySet, type CedarPolicyJson} from './cedar-engine.ts'
-import {LruCache} from './decision-cache.ts'
+import {LruCache} from '../cache/lru.ts'
 import {EntityModel, type PrincipalPart, type ResourceSpec} from './entity-model.ts'
 import type {AuthzConfig} from './policy-file.ts'
 import {uidKey} from './entities-json.ts'
@@ -54,7 +54,7 @@ export class Authorizer {
   readonly model: EntityModel
   readonly #general: PolicySubset
   readonly #byResource = new Map<string, PolicySubset>()
-  readonly #cache: LruCache<Decision>
+  readonly #cache: LruCache<string, Decision>
   readonly #permits: PermitIndex | undefined
   readonly #logger: Logger | undefined
 
@@ -89,7 +89,9 @@ export class Authorizer {
     })
     const actionHierarchy = config.entities.some((e) => (e.uid as {type?: string}).type === 'Action')
     this.#permits = options.prefilter === false ? undefined : new PermitIndex(asts, actionHierarchy)
-    this.#cache = new LruCache(options.cacheSize ?? 10_000)
+    // Decisions are cached by the full Cedar request: policies and entities_json are immutable once
+    // loaded, so the same request always gets the same answer (no expiry needed).
+    this.#cache = new LruCache({maxEntries: options.cacheSize ?? 10_000})
     this.#logger = options.logger
   }
 

@@ -104,11 +104,3 @@ const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/
 export function isDnsLabel(name: string): boolean {
   return DNS_LABEL.test(name)
 }
-
-/** True for `localhost`, `*.localhost`, 127.0.0.0/8 and ::1 (URL.hostname keeps IPv6 brackets). */
-export function isLoopbackHost(hostname: string): boolean {
-  const h = hostname.toLowerCase().replace(/^\[|\]$/g, '')
-  if (h === 'localhost' || h.endsWith('.localhost')) return true
-  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return true
-  return h === '::1' || h === '0:0:0:0:0:0:0:1'
-}

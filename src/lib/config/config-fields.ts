@@ -1,6 +1,9 @@
 import {accessSync, constants, statSync} from 'node:fs'
 import {isAbsolute, join as joinPath} from 'node:path'
-import {Checker, isLoopbackHost} from './checker.ts'
+import {isToolgateError} from '../errors.ts'
+import {readSecretFile} from '../fs/secret-file.ts'
+import {isLoopbackHost} from '../http/loopback.ts'
+import {Checker} from './checker.ts'
 
 /** Field checks shared by the sections of the serve configuration: URLs and readable files. */
 export function absPath(p: string, baseDir: string): string {
@@ -65,4 +68,18 @@ export function checkReadableFile(
     return undefined
   }
   return abs
+}
+
+/**
+ * A secret file that checkReadableFile already found readable: read it the way the server will at
+ * startup (trimmed; empty, oversized or non-regular refused), so `serve --check-config` reports the
+ * same problems. The problem goes to the checker under `path`; the content is never kept.
+ */
+export function checkSecretFile(c: Checker, abs: string, path: string, owner: string): void {
+  try {
+    readSecretFile(abs, {what: owner})
+  } catch (err) {
+    if (!isToolgateError(err)) throw err
+    c.add(path, err.message)
+  }
 }

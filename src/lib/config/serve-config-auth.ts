@@ -1,7 +1,6 @@
-import {readFileSync} from 'node:fs'
 import type {OAuthConfig, ProviderConfig} from '../auth/types.ts'
 import {Checker, join, type Obj} from './checker.ts'
-import {checkReadableFile, checkUrl} from './config-fields.ts'
+import {checkReadableFile, checkSecretFile, checkUrl} from './config-fields.ts'
 
 /**
  * The `auth` section (spec "auth section", "oauth object", "provider object"). Secure by default:
@@ -132,10 +131,8 @@ function checkProvider(
   const allowPrivateIP = c.boolean(o.allowPrivateIP, join(p, 'allowPrivateIP'))
   if (clientSecretFile && clientId === undefined)
     c.add(join(p, 'clientId'), 'is required when clientSecretFile is set')
-  if (clientSecretFile && readTrimmed(clientSecretFile) === '')
-    c.add(join(p, 'clientSecretFile'), `${owner}: ${clientSecretFile} is empty`)
-  if (authTokenFile && readTrimmed(authTokenFile) === '')
-    c.add(join(p, 'authTokenFile'), `${owner}: ${authTokenFile} is empty`)
+  if (clientSecretFile) checkSecretFile(c, clientSecretFile, join(p, 'clientSecretFile'), owner)
+  if (authTokenFile) checkSecretFile(c, authTokenFile, join(p, 'authTokenFile'), owner)
   if (name === undefined || issuerUrl === undefined || audience === undefined) return undefined
   return {
     name,
@@ -148,13 +145,5 @@ function checkProvider(
     ...(caCertPath !== undefined ? {caCertPath} : {}),
     ...(authTokenFile !== undefined ? {authTokenFile} : {}),
     ...(allowPrivateIP !== undefined ? {allowPrivateIP} : {}),
-  }
-}
-
-function readTrimmed(file: string): string {
-  try {
-    return readFileSync(file, 'utf8').trim()
-  } catch {
-    return ''
   }
 }

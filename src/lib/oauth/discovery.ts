@@ -2,7 +2,7 @@ import * as oauth from 'oauth4webapi'
 import {ToolgateError} from '../errors.ts'
 import type {FetchLike, OAuthHttp} from './oauth-http.ts'
 import {toOAuthError} from './oauth-errors.ts'
-import {isLoopbackHost} from './private-address.ts'
+import {isLoopbackHost} from '../http/loopback.ts'
 import {bearerChallenge} from './www-authenticate.ts'
 
 /** How the authorization server was found; reported to the user and used for defaults. */

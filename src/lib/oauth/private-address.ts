@@ -1,19 +1,10 @@
 import {lookup} from 'node:dns/promises'
 import {isIP} from 'node:net'
 import {isBlockedAddress} from '../http/ip-ranges.ts'
-
-const LOOPBACK_NAMES = new Set(['localhost', 'localhost.'])
+import {isLoopbackHost} from '../http/loopback.ts'
 
 function bare(hostname: string): string {
   return hostname.replace(/^\[|\]$/g, '').toLowerCase()
-}
-
-/** Loopback by spelling (no DNS): the "https unless loopback" rule for typed and learned endpoints. */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = bare(hostname)
-  if (LOOPBACK_NAMES.has(host) || host.endsWith('.localhost')) return true
-  if (isIP(host) === 4) return host.startsWith('127.')
-  return host === '::1'
 }
 
 /**

@@ -1,7 +1,7 @@
-import {readFile} from 'node:fs/promises'
 import {parseDuration} from '../config/duration.ts'
 import {ToolgateError} from '../errors.ts'
-import {isLoopbackHost} from './private-address.ts'
+import {readSecretFile} from '../fs/secret-file.ts'
+import {isLoopbackHost} from '../http/loopback.ts'
 
 /** The `--remote-auth*` flags as oclif parses them (names exactly as the spec spells them). */
 export interface RemoteAuthFlags {
@@ -70,7 +70,6 @@ export function parseScopes(value: string[] | string | undefined): string[] | un
 
 export interface SecretSources {
   env?: NodeJS.ProcessEnv
-  readSecretFile?: (path: string) => Promise<string>
 }
 
 /**
@@ -111,13 +110,7 @@ export async function remoteAuthOptionsFromFlags(flags: RemoteAuthFlags, targetU
     secretFrom = '--remote-auth-client-secret'
   } else if (set('remote-auth-client-secret-file')) {
     const path = flags['remote-auth-client-secret-file'] as string
-    const read = sources.readSecretFile ?? ((p: string) => readFile(p, 'utf8'))
-    try {
-      clientSecret = (await read(path)).trim()
-    } catch (err) {
-      throw new ToolgateError('ERR_FILE_UNREADABLE', `--remote-auth-client-secret-file: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, {cause: err})
-    }
-    if (!clientSecret) throw usage(`--remote-auth-client-secret-file: ${path} is empty`)
+    clientSecret = readSecretFile(path, {what: '--remote-auth-client-secret-file'})
     secretFrom = '--remote-auth-client-secret-file'
   } else if (clientId && env[CLIENT_SECRET_ENV]) {
     // The env variable is only used with a client id: set globally, it must not break DCR.

@@ -3,7 +3,7 @@ import {createAuthenticator} from '../auth/index.ts'
 import type {BearerAuthenticator} from '../auth/types.ts'
 import type {ServeConfig} from '../config/serve-config.ts'
 import {ToolgateError} from '../errors.ts'
-import {listen, urlOf, type HostPort} from '../http/listen.ts'
+import {closeGracefully, listen, urlOf, type HostPort} from '../http/listen.ts'
 import type {Logger} from '../log/logger.ts'
 import {createServeMetrics} from '../metrics/serve-metrics.ts'
 import {buildOpenApi} from '../registry-api/openapi.ts'
@@ -14,7 +14,6 @@ import {createAuthGate} from './auth-gate.ts'
 import {createInternalHandler} from './internal-handler.ts'
 import {createMainHandler} from './main-handler.ts'
 import {protectedResourceMetadata} from './protected-resource.ts'
-import {shutdownServer} from './shutdown.ts'
 import {createSourceRuntime, type SourceRuntime} from './sources.ts'
 
 /**
@@ -82,7 +81,7 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
       ),
     )
     const internalInfo = await listen(internal, opts.internalAddress, '--internal-address')
-    cleanups.push(() => shutdownServer(internal, graceMs))
+    cleanups.push(() => closeGracefully(internal, graceMs))
     logger.info('internal server listening', {url: urlOf(internalInfo)})
 
     cleanups.push(() => sources.stop())
@@ -126,7 +125,7 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
     // 401 with its challenge, not node:http's bare 431 at the default 16 KB.
     const main = hardened(createServer({maxHeaderSize: 96 * 1024}, mainHandler))
     const mainInfo = await listen(main, opts.address, '--address')
-    cleanups.push(() => shutdownServer(main, graceMs))
+    cleanups.push(() => closeGracefully(main, graceMs))
 
     let closing: Promise<void> | undefined
     return {

@@ -291,6 +291,56 @@ test('an unreadable clientSecretFile or authTokenFile is an error naming the pro
   )
 })
 
+test('an empty or whitespace-only clientSecretFile or authTokenFile is one error naming the provider', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tg-cfg-'))
+  t.after(() => rmSync(dir, {recursive: true, force: true}))
+  writeFileSync(join(dir, 'empty'), '', {mode: 0o600})
+  writeFileSync(join(dir, 'blank'), ' \n\n', {mode: 0o600})
+  const found = problems(
+    {
+      auth: {
+        oauth: {
+          ...oauth,
+          providers: [
+            {...provider, name: 'corp', clientId: 'c', clientSecretFile: 'empty', authTokenFile: 'blank'},
+          ],
+        },
+      },
+    },
+    {baseDir: dir},
+  )
+  const about = (field: string) =>
+    found.filter((p) => p.startsWith(`auth.oauth.providers[0].${field}: `))
+  assert.deepEqual(about('clientSecretFile'), [
+    `auth.oauth.providers[0].clientSecretFile: provider "corp": ${join(dir, 'empty')} is empty`,
+  ])
+  assert.deepEqual(about('authTokenFile'), [
+    `auth.oauth.providers[0].authTokenFile: provider "corp": ${join(dir, 'blank')} is empty`,
+  ])
+})
+
+// One loopback rule everywhere (src/lib/http/loopback.ts): plain http only for these hosts.
+for (const [issuerUrl, ok] of [
+  ['http://localhost:9000', true],
+  ['http://app.localhost:9000', true],
+  ['http://127.0.0.2:9000', true],
+  ['http://[::1]:9000', true],
+  ['http://[0:0:0:0:0:0:0:1]:9000', true],
+  ['http://[::ffff:127.0.0.1]:9000', true],
+  ['http://[::ffff:10.0.0.1]:9000', false],
+  ['http://localhost.example.com:9000', false],
+  ['http://10.0.0.1:9000', false],
+] as const) {
+  test(`an http issuerUrl ${issuerUrl} is ${ok ? 'accepted (loopback)' : 'refused (not loopback)'}`, () => {
+    const found = problems({auth: {oauth: {...oauth, providers: [{...provider, issuerUrl}]}}})
+    assert.equal(
+      found.some((p) => /^auth\.oauth\.providers\[0\]\.issuerUrl: must use https/.test(p)),
+      !ok,
+      JSON.stringify(found),
+    )
+  })
+}
+
 test('readable secret files are accepted and resolved against the config directory; contents never appear in errors', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'tg-cfg-'))
   t.after(() => rmSync(dir, {recursive: true, force: true}))

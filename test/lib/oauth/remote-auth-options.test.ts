@@ -71,7 +71,7 @@ describe('--remote-auth* flags', () => {
   it('reports an unreadable secret file by path, never by content', async () => {
     await assert.rejects(
       remoteAuthOptionsFromFlags({...on, 'remote-auth-client-id': 'c', 'remote-auth-client-secret-file': '/nonexistent/secret'}, TARGET, {env: {}}),
-      {code: 'ERR_FILE_UNREADABLE', message: /--remote-auth-client-secret-file: cannot read \/nonexistent\/secret: ENOENT/},
+      {code: 'ERR_FILE_UNREADABLE', message: /^--remote-auth-client-secret-file: cannot read \/nonexistent\/secret \(no such file\)$/},
     )
   })
 })

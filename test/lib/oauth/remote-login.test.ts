@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:http'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
 import {after, before, describe, it} from 'node:test'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {isToolgateError} from '../../../src/lib/errors.ts'
@@ -303,16 +306,19 @@ describe('remote OAuth login against a real oidc-provider', () => {
   it('takes the client secret from flag, then file, then TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET, and logs in with it', async () => {
     const base = {'remote-auth': true, 'remote-auth-issuer': idp.issuer, 'remote-auth-client-id': NATIVE.client_id, 'remote-auth-skip-browser': true}
     const env = {TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET: 'from-env'}
-    const readSecretFile = async () => 'from-file\n'
+    const dir = mkdtempSync(join(tmpdir(), 'toolgate-remote-secret-'))
+    const secretFile = join(dir, 'secret')
+    writeFileSync(secretFile, 'from-file\n', {mode: 0o600})
     const table: Array<[string, Record<string, string>, string]> = [
-      ['flag beats file and env', {'remote-auth-client-secret': 'from-flag', 'remote-auth-client-secret-file': '/s'}, 'from-flag'],
-      ['file beats env', {'remote-auth-client-secret-file': '/s'}, 'from-file'],
+      ['flag beats file and env', {'remote-auth-client-secret': 'from-flag', 'remote-auth-client-secret-file': secretFile}, 'from-flag'],
+      ['file beats env', {'remote-auth-client-secret-file': secretFile}, 'from-file'],
       ['env last', {}, 'from-env'],
     ]
     for (const [name, flags, expected] of table) {
-      const o = await remoteAuthOptionsFromFlags({...base, ...flags}, upstream.url, {env, readSecretFile})
+      const o = await remoteAuthOptionsFromFlags({...base, ...flags}, upstream.url, {env})
       assert.equal(o?.clientSecret, expected, name)
     }
+    rmSync(dir, {recursive: true, force: true})
     // The real confidential login with the secret from the environment.
     const o = await remoteAuthOptionsFromFlags({...base, 'remote-auth-callback-port': await freePort(), 'remote-auth-resource': AUDIENCE}, upstream.url, {
       env: {TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET: NATIVE.secret},
