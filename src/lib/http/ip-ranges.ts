@@ -60,8 +60,8 @@ export function isBlockedAddress(address: string): boolean {
   return blockedRange(address) !== undefined
 }
 
-/** Expands an IPv6 literal to its eight 16-bit groups (input already validated by isIP). */
-function hextets(ip: string): number[] {
+/** Expands an IPv6 literal to its eight 16-bit groups (input already validated by isIP, no zone). */
+export function hextets(ip: string): number[] {
   let text = ip.toLowerCase()
   // A dotted-quad tail (::ffff:1.2.3.4) becomes two hex groups first.
   const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text)

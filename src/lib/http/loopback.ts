@@ -1,4 +1,5 @@
 import {isIP} from 'node:net'
+import {hextets} from './ip-ranges.ts'
 
 /**
  * Whether a host names this machine's loopback interface by its spelling alone (no DNS). Used to
@@ -36,27 +37,9 @@ const LOCALHOST_SUBDOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+localho
 
 function isLoopbackV6(ip: string): boolean {
   const g = hextets(ip)
-  if (g === undefined) return false
+  if (g.length !== 8) return false
   const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0)
   if (zeros(0, 7) && g[7] === 1) return true
   // ::ffff:127.x.y.z — the high byte of the seventh group is the first octet of the IPv4 address.
   return zeros(0, 5) && g[5] === 0xffff && g[6]! >> 8 === 127
-}
-
-/** The eight 16-bit groups of an IPv6 literal already validated by isIP (no zone id). */
-function hextets(ip: string): number[] | undefined {
-  let text = ip
-  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text)
-  if (v4) {
-    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number]
-    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
-  }
-  const parts = text.split('::')
-  const head = parts[0] ? parts[0].split(':') : []
-  const tail = parts.length > 1 && parts[1] ? parts[1].split(':') : []
-  const fill = parts.length > 1 ? 8 - head.length - tail.length : 0
-  const groups = [...head, ...new Array<string>(Math.max(fill, 0)).fill('0'), ...tail].map((x) =>
-    parseInt(x, 16),
-  )
-  return groups.length === 8 && groups.every((x) => Number.isInteger(x)) ? groups : undefined
 }
