@@ -56,10 +56,3 @@ export function unauthorizedAnswer(
     body: JSON.stringify({error, error_description: description}),
   }
 }
-
-/** The token of `Authorization: Bearer <t>` (RFC 6750 §2.1), or undefined. */
-export function bearerOf(value: string | string[] | undefined): string | undefined {
-  if (typeof value !== 'string') return undefined
-  const m = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/.exec(value)
-  return m?.[1]
-}

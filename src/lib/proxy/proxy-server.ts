@@ -12,8 +12,8 @@ import {bodyTooLarge, byteLimiter, effectiveBodyLimit, readDeclaredBody} from '.
 import {forwardRequest, type ForwardCall} from './forward.ts'
 import type {InjectedHeader} from './forward-headers.ts'
 import {endToEndRawHeaders, requestHeadersForTarget, flatHeaderRecord, flatHeaderValues, withoutFlatHeader} from './hop-by-hop.ts'
+import {buildCredentials, type Credentials} from './credentials.ts'
 import {
-  bearerOf,
   incomingAuthEnabled,
   oauthConfigFromOidc,
   unauthorizedAnswer,
@@ -192,21 +192,8 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     const headers = requestHeadersForTarget(req.headers, drop)
     // The interceptor's rewriters read the body as text: ask for it uncoded (RFC 9110 §12.5.3).
     if (config.interceptor) headers['accept-encoding'] = 'identity'
-    const credentials = async (signal?: AbortSignal): Promise<Record<string, string>> => {
-      const out: Record<string, string> = {}
-      const outgoing = config.upstreamToken ? await config.upstreamToken.getToken(signal) : undefined
-      if (config.tokenExchange) {
-        const subject = outgoing ?? bearerOf(req.headers.authorization)
-        if (!subject) throw new ToolgateError('ERR_TOKEN_EXCHANGE', 'token exchange: no subject token')
-        const exchanged = await config.tokenExchange.exchange(subject)
-        out[exchangeHeader ?? 'authorization'] = `Bearer ${exchanged}`
-      } else if (outgoing) {
-        out.authorization = `Bearer ${outgoing}`
-      }
-      // Injected headers come last so they overwrite what the client sent (contract §3).
-      for (const h of config.forwardHeaders) out[h.name] = h.value
-      return out
-    }
+    const clientAuthorization = req.headers.authorization
+    const credentials = (signal?: AbortSignal) => buildCredentials(config, clientAuthorization, {signal})
 
     // 4. Interceptor (authorization), with the whole body.
     let intercept: InterceptDecision | undefined
@@ -226,7 +213,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
             dispatcher: upstream.dispatcher,
             origin,
             path: upstream.pathFor(rawUrl),
-            headers: {...session, ...(await credentials())},
+            headers: {...session, ...(await credentials()).headers},
             body: jsonRpcBody,
           })
         },
@@ -246,9 +233,12 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       state.controller?.abort()
       state.call?.cancel(new Error('client closed the connection'))
     })
+    let outgoing: string | undefined
     if (outgoingAuth) {
       try {
-        Object.assign(headers, await credentials(state.controller!.signal))
+        const creds = await credentials(state.controller!.signal)
+        Object.assign(headers, creds.headers)
+        outgoing = creds.outgoing
       } catch (err) {
         if (isToolgateError(err, 'ERR_TOKEN_EXCHANGE')) {
           answer(res, 401, '{"error":"Token exchange failed"}')
@@ -264,7 +254,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     }
 
     // 7. Forward, streaming.
-    await forward(req, res, {headers, body, state, rewrite: intercept?.action === 'forward' ? intercept.rewriteResponse : undefined, retry: true})
+    await forward(req, res, {headers, outgoing, body, state, rewrite: intercept?.action === 'forward' ? intercept.rewriteResponse : undefined, retry: true})
   }
 
   async function forward(
@@ -272,6 +262,8 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     res: ServerResponse,
     f: {
       headers: Record<string, string | string[]>
+      /** The outgoing token the credentials in `headers` were built from. */
+      outgoing: string | undefined
       body: Buffer | Readable | undefined
       state: InFlight
       rewrite: ResponseRewriter | undefined
@@ -329,15 +321,22 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       return
     }
     if (retryWith !== undefined && config.upstreamToken?.onUnauthorized) {
-      const rejected = typeof f.headers.authorization === 'string' ? f.headers.authorization.replace(/^Bearer /, '') : ''
-      const fresh = await config.upstreamToken.onUnauthorized(rejected, f.state.controller?.signal).catch(() => undefined)
+      // Tell the source which of ITS tokens was refused (with token exchange the target saw an
+      // exchanged one, possibly in another header), then rebuild every credential from the fresh one.
+      const fresh = await config.upstreamToken.onUnauthorized(f.outgoing ?? '', f.state.controller?.signal).catch(() => undefined)
       if (fresh === undefined) {
         answer(res, 503, '{"error":"upstream credentials unavailable"}', {'retry-after': '5'})
         return
       }
-      const headers = {...f.headers}
-      if (!config.tokenExchange) headers.authorization = `Bearer ${fresh}`
-      await forward(req, res, {...f, headers, retry: false})
+      let creds: Credentials
+      try {
+        creds = await buildCredentials(config, req.headers.authorization, {signal: f.state.controller?.signal, outgoing: fresh})
+      } catch (err) {
+        if (isToolgateError(err, 'ERR_TOKEN_EXCHANGE')) answer(res, 401, '{"error":"Token exchange failed"}')
+        else answer(res, 503, '{"error":"upstream credentials unavailable"}', {'retry-after': '5'})
+        return
+      }
+      await forward(req, res, {...f, headers: {...f.headers, ...creds.headers}, outgoing: creds.outgoing, retry: false})
     }
   }
 

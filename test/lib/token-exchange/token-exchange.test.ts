@@ -179,6 +179,56 @@ describe('token exchange (RFC 8693)', () => {
     )
   })
 
+  // The target refuses tokens exchanged for the stale outgoing token; the source refreshes only
+  // when told the rejected token is its current one (as the OAuth token source does).
+  for (const headerName of [undefined, 'x-upstream-token']) {
+    it(`retries a 401 with a token exchanged from the refreshed outgoing token (${headerName ?? 'Authorization'})`, async () => {
+      const stale = await idp.issueAccessToken({sub: 'stale-login', audience: 'api://incoming'})
+      const fresh = await idp.issueAccessToken({sub: 'fresh-login', audience: 'api://incoming'})
+      const told: string[] = []
+      const header = headerName ?? 'authorization'
+      upstream.respond((req, res) => {
+        const token = /^Bearer (.+)$/.exec(String(req.headers[header]))?.[1] ?? ''
+        const sub = token ? JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()).sub : undefined
+        if (sub === 'fresh-login') res.end('ok')
+        else {
+          res.writeHead(401, {'www-authenticate': 'Bearer error="invalid_token"'})
+          res.end()
+        }
+      })
+      let current = stale
+      const source = {
+        getToken: async () => current,
+        onUnauthorized: async (rejected: string) => {
+          told.push(rejected)
+          if (rejected !== current) return current
+          current = fresh
+          return fresh
+        },
+      }
+      try {
+        await withProxy(
+          {upstreamToken: source, tokenExchange: createTokenExchanger(exchangeConfig(headerName ? {headerName} : {}), {logger})},
+          async (url) => {
+            const seen = upstream.requests.length
+            const res = await post(url, 'Bearer client-token')
+            assert.equal(res.status, 200)
+            assert.equal(await res.text(), 'ok')
+            assert.deepEqual(told, [stale], 'the source is told its own token was rejected')
+            assert.equal(upstream.requests.length, seen + 2)
+            const retried = String(upstream.requests[seen + 1]!.headers[header])
+            assert.notEqual(retried, String(upstream.requests[seen]!.headers[header]))
+          },
+        )
+      } finally {
+        upstream.respond((_req, res) => {
+          res.writeHead(200, {'content-type': 'application/json'})
+          res.end('{"ok":true}')
+        })
+      }
+    })
+  }
+
   it('answers 401 Token exchange failed when the server refuses, and forwards nothing', async () => {
     const incoming = await idp.issueAccessToken({sub: 'erin', audience: 'api://incoming'})
     await withProxy({tokenExchange: createTokenExchanger(exchangeConfig(), {logger})}, async (url) => {
