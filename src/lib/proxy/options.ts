@@ -1,11 +1,12 @@
-import {readFileSync} from 'node:fs'
 import {ToolgateError} from '../errors.ts'
+import {readSecretFile} from '../fs/secret-file.ts'
+import {isLoopbackHost} from '../http/loopback.ts'
 import type {Logger} from '../log/logger.ts'
 import {createTokenExchanger} from '../token-exchange/exchanger.ts'
 import type {SubjectTokenType, TokenExchangeConfig} from '../token-exchange/request.ts'
 import {assertInjectableName, parseForwardHeaders} from './forward-headers.ts'
 import type {IncomingOidcOptions} from './incoming-auth.ts'
-import {isLoopbackHost, parseAllowedOrigins} from './origin.ts'
+import {parseAllowedOrigins} from './origin.ts'
 import {staticTokenSource} from './outgoing-auth.ts'
 import type {ProxyConfig} from './proxy-server.ts'
 
@@ -43,8 +44,8 @@ export interface ProxyFlags {
 export interface ProxyOptionDeps {
   logger: Logger
   env?: NodeJS.ProcessEnv
-  readFile?: (path: string) => string
-  fetch?: typeof fetch
+  /** Secret-file reader; default the shared one (src/lib/fs/secret-file.ts), injectable for tests. */
+  readSecretFile?: (path: string, flag: string) => string
 }
 
 export const BEARER_TOKEN_ENV = 'TOOLGATE_REMOTE_AUTH_BEARER_TOKEN'
@@ -66,18 +67,6 @@ function list(values: string[] | undefined): string[] {
   return (values ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean)
 }
 
-function secretFile(path: string, flag: string, read: (p: string) => string): string {
-  let text: string
-  try {
-    text = read(path)
-  } catch (err) {
-    throw new ToolgateError('ERR_FILE_UNREADABLE', `${flag}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, {cause: err})
-  }
-  const value = text.trim()
-  if (!value) throw new ToolgateError('ERR_USAGE', `${flag}: ${path} is empty`)
-  return value
-}
-
 function exclusive(flags: ProxyFlags, a: keyof ProxyFlags, b: keyof ProxyFlags): void {
   if (flags[a] !== undefined && flags[b] !== undefined) {
     throw new ToolgateError('ERR_USAGE', `--${a} and --${b} cannot be used together`)
@@ -96,7 +85,7 @@ function subjectType(text: string | undefined): SubjectTokenType {
  */
 export function proxyConfigFromFlags(name: string, flags: ProxyFlags, deps: ProxyOptionDeps): ProxyConfig {
   const env = deps.env ?? process.env
-  const read = deps.readFile ?? ((p: string) => readFileSync(p, 'utf8'))
+  const read = deps.readSecretFile ?? ((p: string, flag: string) => readSecretFile(p, {what: flag}))
   if (!name.trim()) throw new ToolgateError('ERR_USAGE', 'SERVER_NAME must not be empty')
   const targetUri = url(flags['target-uri'], '--target-uri')
   const port = flags.port ?? 0
@@ -132,7 +121,7 @@ export function proxyConfigFromFlags(name: string, flags: ProxyFlags, deps: Prox
   let bearer = flags['remote-auth-bearer-token']
   if (bearer !== undefined && !bearer.trim()) throw new ToolgateError('ERR_USAGE', '--remote-auth-bearer-token must not be empty')
   if (bearer === undefined && flags['remote-auth-bearer-token-file']) {
-    bearer = secretFile(flags['remote-auth-bearer-token-file'], '--remote-auth-bearer-token-file', read)
+    bearer = read(flags['remote-auth-bearer-token-file'], '--remote-auth-bearer-token-file')
   }
   if (bearer === undefined && env[BEARER_TOKEN_ENV]?.trim()) bearer = env[BEARER_TOKEN_ENV].trim()
   // eslint-disable-next-line no-control-regex -- a token with controls would split the header
@@ -150,7 +139,7 @@ export function proxyConfigFromFlags(name: string, flags: ProxyFlags, deps: Prox
     }
     let secret = flags['token-exchange-client-secret']
     if (secret === undefined && flags['token-exchange-client-secret-file']) {
-      secret = secretFile(flags['token-exchange-client-secret-file'], '--token-exchange-client-secret-file', read)
+      secret = read(flags['token-exchange-client-secret-file'], '--token-exchange-client-secret-file')
     }
     if (secret !== undefined && !flags['token-exchange-client-id']) {
       throw new ToolgateError('ERR_USAGE', '--token-exchange-client-secret needs --token-exchange-client-id')
@@ -187,7 +176,7 @@ export function proxyConfigFromFlags(name: string, flags: ProxyFlags, deps: Prox
     ...(resourceUrl ? {resourceUrl} : {}),
     oidc,
     ...(bearer !== undefined ? {upstreamToken: staticTokenSource(bearer)} : {}),
-    ...(tokenExchange ? {tokenExchange: createTokenExchanger(tokenExchange, {logger: deps.logger, ...(deps.fetch ? {fetch: deps.fetch} : {})})} : {}),
+    ...(tokenExchange ? {tokenExchange: createTokenExchanger(tokenExchange, {logger: deps.logger})} : {}),
     forwardHeaders: parseForwardHeaders(flags['remote-forward-headers'] ?? []),
   }
 }

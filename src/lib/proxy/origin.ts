@@ -23,11 +23,6 @@ export function normaliseOrigin(text: string): string | undefined {
   return m[3] === undefined ? `${scheme}://${host}` : `${scheme}://${host}:${m[3]}`
 }
 
-export function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase()
-  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)
-}
-
 /** The default list for a loopback bind: the three names a local browser can use for it. */
 export function loopbackOrigins(port: number): string[] {
   return [`http://localhost:${port}`, `http://127.0.0.1:${port}`, `http://[::1]:${port}`]

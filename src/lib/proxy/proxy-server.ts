@@ -3,7 +3,7 @@ import type {AddressInfo} from 'node:net'
 import {Duplex, Writable, type Readable} from 'node:stream'
 import {createAuthenticator} from '../auth/index.ts'
 import type {BearerAuthenticator, Principal} from '../auth/types.ts'
-import {ToolgateError, isToolgateError} from '../errors.ts'
+import {isToolgateError} from '../errors.ts'
 import {closeGracefully, listen, urlOf} from '../http/listen.ts'
 import {readBody} from '../http/respond.ts'
 import type {Logger} from '../log/logger.ts'
@@ -21,7 +21,8 @@ import {
 } from './incoming-auth.ts'
 import {logPath} from './log-path.ts'
 import {callJsonRpc} from './mcp-call.ts'
-import {ORIGIN_REJECTED_BODY, createOriginPolicy, isLoopbackHost, loopbackOrigins, type OriginPolicy} from './origin.ts'
+import {isLoopbackHost} from '../http/loopback.ts'
+import {ORIGIN_REJECTED_BODY, createOriginPolicy, loopbackOrigins, type OriginPolicy} from './origin.ts'
 import type {InterceptDecision, RequestInterceptor, ResponseRewriter, UpstreamTokenSource} from './types.ts'
 import {DEFAULT_TIMEOUTS, createUpstream, isConnectFailure, type UpstreamTimeouts} from './upstream.ts'
 import {CORS_HEADERS, buildMetadata, metadataPaths} from './well-known.ts'
@@ -377,6 +378,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
         await upstream.close().catch(() => undefined)
         await authenticator?.close().catch(() => undefined)
         await config.upstreamToken?.close?.().catch(() => undefined)
+        await config.tokenExchange?.close().catch(() => undefined)
       })()
       return closing
     },

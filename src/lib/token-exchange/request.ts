@@ -1,4 +1,5 @@
 import {ToolgateError} from '../errors.ts'
+import {basicAuthorization} from '../http/basic-auth.ts'
 
 /** RFC 8693 §2.1 / §3 identifiers. */
 export const GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:token-exchange'
@@ -25,14 +26,11 @@ export interface ExchangedToken {
   expiresIn: number | undefined
 }
 
-/** RFC 6749 §2.3.1: id and secret are form-urlencoded before Basic encoding. */
-function basic(id: string, secret: string): string {
-  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+')
-  return 'Basic ' + Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')
-}
-
 /** Builds the token-exchange request (RFC 8693 §2.1). I/O happens in the caller. */
-export function buildExchangeRequest(config: TokenExchangeConfig, subjectToken: string): {url: string; init: RequestInit} {
+export function buildExchangeRequest(
+  config: TokenExchangeConfig,
+  subjectToken: string,
+): {url: string; init: {method: 'POST'; headers: Record<string, string>; body: string; redirect: 'manual'}} {
   const form = new URLSearchParams()
   form.set('grant_type', GRANT_TYPE)
   form.set('subject_token', subjectToken)
@@ -44,7 +42,7 @@ export function buildExchangeRequest(config: TokenExchangeConfig, subjectToken: 
     'content-type': 'application/x-www-form-urlencoded',
     accept: 'application/json',
   }
-  if (config.clientId && config.clientSecret) headers.authorization = basic(config.clientId, config.clientSecret)
+  if (config.clientId && config.clientSecret) headers.authorization = basicAuthorization(config.clientId, config.clientSecret) // RFC 6749 §2.3.1
   else if (config.clientId) form.set('client_id', config.clientId) // public client, RFC 6749 §3.2.1
   return {url: config.url, init: {method: 'POST', headers, body: form.toString(), redirect: 'manual'}}
 }
@@ -53,12 +51,10 @@ export function buildExchangeRequest(config: TokenExchangeConfig, subjectToken: 
  * Validates the token endpoint's answer (RFC 8693 §2.2). Errors carry the OAuth `error` code when
  * the server sent one, never the token or the server's free-text description.
  */
-export async function processExchangeResponse(res: Response): Promise<ExchangedToken> {
-  let body: unknown
-  try {
-    body = await res.json()
-  } catch (err) {
-    throw new ToolgateError('ERR_TOKEN_EXCHANGE', `token exchange: HTTP ${res.status} with a body that is not JSON`, {cause: err})
+export function processExchangeResponse(res: {status: number; body: unknown}): ExchangedToken {
+  const body = res.body
+  if (body === undefined) {
+    throw new ToolgateError('ERR_TOKEN_EXCHANGE', `token exchange: HTTP ${res.status} with a body that is not JSON`)
   }
   const obj = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>
   if (res.status !== 200) {

@@ -95,7 +95,7 @@ describe('proxy flags → config', () => {
 
   it('takes the outgoing bearer by precedence flag → file → env', async () => {
     const files = {'/tok': 'from-file\n'}
-    const deps = {logger, env: {TOOLGATE_REMOTE_AUTH_BEARER_TOKEN: 'from-env'}, readFile: (p: string) => files[p as '/tok']}
+    const deps = {logger, env: {TOOLGATE_REMOTE_AUTH_BEARER_TOKEN: 'from-env'}, readSecretFile: (p: string) => files[p as '/tok'].trim()}
     const token = async (flags: Partial<ProxyFlags>) => proxyConfigFromFlags('s', {...base, ...flags}, deps).upstreamToken?.getToken()
     assert.equal(await token({'remote-auth-bearer-token': 'from-flag'}), 'from-flag')
     assert.equal(await token({'remote-auth-bearer-token-file': '/tok'}), 'from-file')

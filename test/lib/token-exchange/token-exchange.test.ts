@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
+import {createServer, type ServerResponse} from 'node:http'
 import {after, before, describe, it} from 'node:test'
 import {createLocalJWKSet, jwtVerify, type JWK} from 'jose'
 import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
 import {staticTokenSource} from '../../../src/lib/proxy/outgoing-auth.ts'
 import {startProxy, type ProxyConfig} from '../../../src/lib/proxy/proxy-server.ts'
-import {createTokenExchanger} from '../../../src/lib/token-exchange/exchanger.ts'
+import {MAX_EXCHANGE_RESPONSE, createTokenExchanger} from '../../../src/lib/token-exchange/exchanger.ts'
 import {GRANT_TYPE, TOKEN_TYPE_ACCESS, processExchangeResponse, type TokenExchangeConfig} from '../../../src/lib/token-exchange/request.ts'
 import {startRecordingUpstream, type RecordingUpstream} from '../../helpers/mcp-upstream.ts'
 import {startOidcProvider, type OidcProviderFixture} from '../../helpers/oidc-provider.ts'
@@ -260,22 +261,23 @@ describe('token exchange (RFC 8693)', () => {
 })
 
 describe('token exchange response processing', () => {
-  const json = (status: number, body: unknown) => new Response(JSON.stringify(body), {status, headers: {'content-type': 'application/json'}})
+  // What the guarded client's fetchJson hands over: the status and the parsed body (undefined when not JSON).
+  const json = (status: number, body: unknown) => ({status, body})
 
   it('accepts a Bearer token with expires_in', async () => {
-    assert.deepEqual(await processExchangeResponse(json(200, {access_token: 'a', token_type: 'Bearer', expires_in: 60})), {accessToken: 'a', expiresIn: 60})
+    assert.deepEqual(processExchangeResponse(json(200, {access_token: 'a', token_type: 'Bearer', expires_in: 60})), {accessToken: 'a', expiresIn: 60})
   })
 
-  const refused: Array<[string, Response, RegExp]> = [
+  const refused: Array<[string, {status: number; body: unknown}, RegExp]> = [
     ['an OAuth error, keeping only the error code', json(400, {error: 'invalid_grant', error_description: 'secret detail'}), /HTTP 400 error=invalid_grant$/],
     ['a missing access_token', json(200, {token_type: 'Bearer'}), /no access_token/],
     ['a non-Bearer token type', json(200, {access_token: 'a', token_type: 'N_A'}), /token_type must be Bearer/],
     ['a negative expires_in', json(200, {access_token: 'a', token_type: 'Bearer', expires_in: -1}), /expires_in/],
-    ['a non-JSON body', new Response('<html>', {status: 502}), /not JSON/],
+    ['a non-JSON body', {status: 502, body: undefined}, /not JSON/],
   ]
   for (const [what, res, pattern] of refused) {
     it(`refuses ${what}`, async () => {
-      await assert.rejects(processExchangeResponse(res), (err: Error & {code?: string}) => {
+      assert.throws(() => processExchangeResponse(res), (err: Error & {code?: string}) => {
         assert.equal(err.code, 'ERR_TOKEN_EXCHANGE')
         assert.match(err.message, pattern)
         assert.doesNotMatch(err.message, /secret detail/)
@@ -284,18 +286,21 @@ describe('token exchange response processing', () => {
     })
   }
 
-  // Cache timing needs a controlled clock; the injected fetch stands in for the token endpoint only
-  // to count calls (the real endpoint is exercised above).
+  // Cache timing needs a controlled clock; the injected client stands in for the token endpoint
+  // only to count calls (the real endpoint is exercised above).
   it('refreshes a cached token shortly before it expires', async () => {
     let now = 1_000_000
     let calls = 0
-    const fakeFetch = (async () => {
-      calls++
-      return json(200, {access_token: `t${calls}`, token_type: 'Bearer', expires_in: 120})
-    }) as typeof fetch
+    const outbound = {
+      fetchJson: async () => {
+        calls++
+        return {status: 200, headers: new Headers(), body: {access_token: `t${calls}`, token_type: 'Bearer', expires_in: 120}}
+      },
+      close: async () => undefined,
+    }
     const ex = createTokenExchanger(
       {url: 'http://127.0.0.1:1/token', subjectTokenType: 'access_token', timeoutMs: 1000},
-      {logger: createMemoryLogger(), fetch: fakeFetch, now: () => now, skewMs: 30_000},
+      {logger: createMemoryLogger(), outbound, now: () => now, skewMs: 30_000},
     )
     assert.equal(await ex.exchange('subject-a'), 't1')
     now += 80_000
@@ -303,5 +308,52 @@ describe('token exchange response processing', () => {
     assert.equal(await ex.exchange('subject-b'), 't2', 'cache is per subject')
     now += 11_000 // 91 s after the first: inside the 30 s skew before its 120 s expiry
     assert.equal(await ex.exchange('subject-a'), 't3')
+  })
+})
+
+describe('token exchange endpoint calls', () => {
+  /** A loopback token endpoint that answers with `body` (a misbehaving or hostile one). */
+  async function endpoint(handler: (res: ServerResponse) => void): Promise<{url: string; close(): Promise<void>}> {
+    const server = createServer((req, res) => {
+      req.resume()
+      req.on('end', () => handler(res))
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    return {
+      url: `http://127.0.0.1:${(server.address() as {port: number}).port}/token`,
+      async close() {
+        server.closeAllConnections()
+        await new Promise((r) => server.close(r))
+      },
+    }
+  }
+
+  it(`refuses an answer larger than ${MAX_EXCHANGE_RESPONSE} bytes without reading it whole`, async () => {
+    const big = await endpoint((res) => {
+      res.writeHead(200, {'content-type': 'application/json'})
+      res.end(JSON.stringify({access_token: 'a'.repeat(200 * 1024), token_type: 'Bearer'}))
+    })
+    const ex = createTokenExchanger({url: big.url, subjectTokenType: 'access_token', timeoutMs: 10_000}, {logger: createMemoryLogger()})
+    try {
+      await assert.rejects(ex.exchange('subject'), (err: Error & {code?: string}) => {
+        assert.equal(err.code, 'ERR_TOKEN_EXCHANGE')
+        assert.match(err.message, /exceeds 65536 bytes/)
+        return true
+      })
+    } finally {
+      await ex.close()
+      await big.close()
+    }
+  })
+
+  it('gives up after its timeout when the endpoint never answers', async () => {
+    const silent = await endpoint(() => undefined)
+    const ex = createTokenExchanger({url: silent.url, subjectTokenType: 'access_token', timeoutMs: 300}, {logger: createMemoryLogger()})
+    try {
+      await assert.rejects(ex.exchange('subject'), /token exchange: timed out after 300 ms/)
+    } finally {
+      await ex.close()
+      await silent.close()
+    }
   })
 })
