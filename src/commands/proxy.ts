@@ -1,12 +1,6 @@
 import {Args, Flags} from '@oclif/core'
-import {loadAuthzInterceptor} from '../lib/authz/index.ts'
 import {ToolgateError} from '../lib/errors.ts'
 import {DEFAULT_MAX_BODY} from '../lib/proxy/body-limit.ts'
-import {incomingAuthEnabled} from '../lib/proxy/incoming-auth.ts'
-import {proxyConfigFromFlags} from '../lib/proxy/options.ts'
-import {startProxy} from '../lib/proxy/proxy-server.ts'
-import {openSecretStore, overrideForwardHeaders, resolveForwardHeaderSecrets} from '../lib/secrets/index.ts'
-import {remoteAuthFromFlags} from '../lib/oauth/index.ts'
 import {BaseCommand} from './base-command.ts'
 import {remoteAuthFlags} from './remote-auth-flags.ts'
 
@@ -77,6 +71,13 @@ export default class Proxy extends BaseCommand {
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Proxy)
     const logger = this.makeLogger(flags)
+    // Loaded here, not at the top: every command's start would otherwise pay for the proxy, Cedar,
+    // OAuth and keyring modules. Literal specifiers keep the bundle (esbuild) complete.
+    const {proxyConfigFromFlags} = await import('../lib/proxy/options.ts')
+    const {incomingAuthEnabled} = await import('../lib/proxy/incoming-auth.ts')
+    const {startProxy} = await import('../lib/proxy/proxy-server.ts')
+    const {openSecretStore, overrideForwardHeaders, resolveForwardHeaderSecrets} = await import('../lib/secrets/index.ts')
+    const {remoteAuthFromFlags} = await import('../lib/oauth/index.ts')
     const config = proxyConfigFromFlags(args.SERVER_NAME, flags, {logger})
     const headerSecrets = flags['remote-forward-headers-secret'] ?? []
     if (headerSecrets.length > 0) {
@@ -94,6 +95,7 @@ export default class Proxy extends BaseCommand {
           '--authz-config: authorization needs an authenticated principal; add incoming token validation with --oidc-issuer (or --oidc-jwks-url, or --oidc-introspection-url with --oidc-client-id/--oidc-client-secret)',
         )
       }
+      const {loadAuthzInterceptor} = await import('../lib/authz/index.ts')
       config.interceptor = await loadAuthzInterceptor(flags['authz-config'], {logger})
     }
     // Remote OAuth (src/lib/oauth): flags and the secrets store are checked now, the login runs
