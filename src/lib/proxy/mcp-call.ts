@@ -1,5 +1,6 @@
 import type {Dispatcher} from 'undici'
 import {ToolgateError} from '../errors.ts'
+import {SseSplitter, parseSseFields} from '../mcp/sse.ts'
 
 const MAX_ANSWER = 8 * 1024 * 1024
 
@@ -61,21 +62,25 @@ export async function callJsonRpc(opts: {
   }
 }
 
-/** JSON payloads of the `data:` lines of an SSE text (WHATWG HTML §9.2.6 event stream format). */
-export function sseMessages(text: string): unknown[] {
+/**
+ * JSON payloads of the events of an SSE text, with the shared parser (src/lib/mcp/sse.ts, WHATWG
+ * HTML §9.2.6): CR, LF and CRLF line ends, comments, `data:` lines joined with LF. An incomplete
+ * last event is not dispatched, as clients do not dispatch it either.
+ */
+function sseMessages(text: string): unknown[] {
   const out: unknown[] = []
-  for (const block of text.split(/\r?\n\r?\n/)) {
-    const data = block
-      .split(/\r?\n/)
-      .filter((l) => l.startsWith('data:'))
-      .map((l) => l.slice(5).replace(/^ /, ''))
-      .join('\n')
-    if (!data) continue
-    try {
-      out.push(JSON.parse(data))
-    } catch {
-      // not JSON: not a JSON-RPC message, skip
-    }
-  }
+  new SseSplitter().push(
+    text,
+    (_raw, lines) => {
+      const {data} = parseSseFields(lines)
+      if (data === undefined) return
+      try {
+        out.push(JSON.parse(data))
+      } catch {
+        // not JSON: not a JSON-RPC message, skip
+      }
+    },
+    true,
+  )
   return out
 }

@@ -1,4 +1,3 @@
-import type {IncomingHttpHeaders} from 'node:http'
 import {Agent, type Dispatcher} from 'undici'
 import {ToolgateError} from '../errors.ts'
 
@@ -63,6 +62,3 @@ export function isConnectFailure(err: unknown): boolean {
     code === 'UND_ERR_SOCKET'
   )
 }
-
-/** Headers of an undici response head as node:http's `writeHead` takes them. */
-export type UpstreamHeaders = IncomingHttpHeaders

@@ -1,3 +1,6 @@
+import type {ServerResponse} from 'node:http'
+import {answer} from './answer.ts'
+
 /**
  * RFC 9728 protected-resource metadata for the proxy (contract §3): served when incoming OIDC is on
  * and `--resource-url` is set, outside authentication, with CORS so browser-based MCP clients can
@@ -43,4 +46,29 @@ export const CORS_HEADERS: Record<string, string> = {
   'access-control-allow-methods': 'GET, OPTIONS',
   'access-control-allow-headers': 'Authorization, Content-Type, MCP-Protocol-Version',
   'access-control-max-age': '86400',
+}
+
+export interface WellKnownDocument {
+  paths: ReadonlySet<string>
+  body: string
+}
+
+/** The metadata document of a proxy, or undefined when it serves none (no incoming auth or no --resource-url). */
+export function wellKnownDocument(resourceUrl: string | undefined, issuer: string | undefined, scopes: readonly string[] | undefined, authOn: boolean): WellKnownDocument | undefined {
+  if (!authOn || !resourceUrl) return undefined
+  return {paths: metadataPaths(resourceUrl), body: JSON.stringify(buildMetadata({resourceUrl, issuer, scopes: scopes ?? ['openid']}))}
+}
+
+/** Answers a request for the metadata (GET/HEAD 200, OPTIONS 204 preflight, else 405); false when `path` is not one of its paths. */
+export function serveWellKnown(doc: WellKnownDocument, path: string, method: string, res: ServerResponse): boolean {
+  if (!doc.paths.has(path)) return false
+  if (method === 'OPTIONS') {
+    res.writeHead(204, CORS_HEADERS)
+    res.end()
+  } else if (method === 'GET' || method === 'HEAD') {
+    answer(res, 200, doc.body, CORS_HEADERS)
+  } else {
+    answer(res, 405, '{"error":"method not allowed"}', {...CORS_HEADERS, allow: 'GET, HEAD, OPTIONS'})
+  }
+  return true
 }
