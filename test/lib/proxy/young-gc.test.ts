@@ -8,7 +8,7 @@ async function minorGcsDuring(fn: () => void): Promise<number> {
   let minor = 0
   const obs = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
-      if ((e.detail as {kind?: number} | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MINOR) minor++
+      if (((e as {detail?: unknown}).detail as {kind?: number} | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MINOR) minor++
     }
   })
   obs.observe({entryTypes: ['gc']})
