@@ -1,5 +1,5 @@
 import {Flags} from '@oclif/core'
-import {DEFAULT_CALLBACK_PORT, DEFAULT_TIMEOUT} from '../lib/oauth/index.ts'
+import {DEFAULT_CALLBACK_PORT, DEFAULT_TIMEOUT} from '../lib/oauth/remote-auth-options.ts'
 
 /**
  * The `--remote-auth*` OAuth flags (spec: proxy command), shared by every command that talks to a

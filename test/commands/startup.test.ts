@@ -29,4 +29,28 @@ describe('toolgate proxy command module', () => {
     )
     assert.deepEqual(eager, [])
   })
+
+  it('the whole command map loads no domain library until a command runs (help and --version stay fast)', () => {
+    const loaded = modulesLoadedBy(join(root, 'src', 'index.ts'))
+    assert.ok(loaded.some((u) => u.endsWith('/src/commands/serve.ts')), 'the hook saw the serve command')
+    const eager = loaded.filter((u) =>
+      [
+        '/src/lib/proxy/proxy-server.ts',
+        '/src/lib/server/',
+        '/src/lib/registry/',
+        '/src/lib/oauth/index.ts',
+        '/src/lib/oauth/token-source.ts',
+        '/src/lib/authz/',
+        '/src/lib/secrets/index.ts',
+        '/src/lib/auth/',
+        '@cedar-policy',
+        '@napi-rs/keyring',
+        'node_modules/jose/',
+        'node_modules/oauth4webapi/',
+        'node_modules/undici/',
+        'node:sqlite',
+      ].some((p) => u.includes(p)),
+    )
+    assert.deepEqual(eager, [])
+  })
 })
