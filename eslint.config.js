@@ -7,9 +7,15 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', {argsIgnorePattern: '^_', varsIgnorePattern: '^_'}],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        {argsIgnorePattern: '^_', varsIgnorePattern: '^_'},
+      ],
     },
   },
   {files: ['src/lib/**/*.ts'], rules: {'no-console': 'error'}},
-  {files: ['bin/**/*.js', 'scripts/**', 'bench/**', 'test/**'], languageOptions: {globals: {process: 'readonly', console: 'readonly'}}},
+  {
+    files: ['bin/**/*.js', 'scripts/**', 'bench/**', 'test/**'],
+    languageOptions: {globals: {process: 'readonly', console: 'readonly'}},
+  },
 )

@@ -18,7 +18,9 @@ import {providerConfigOf, startOidcProvider} from '../test/helpers/oidc-provider
 import {FIXTURES, startServe, tempDir, writeConfig} from '../test/helpers/serve-process.ts'
 
 // autocannon ships no types; only the fields read here are declared.
-type Autocannon = (opts: Record<string, unknown>) => Promise<{requests: {average: number}; latency: {p99: number}; non2xx: number}>
+type Autocannon = (
+  opts: Record<string, unknown>,
+) => Promise<{requests: {average: number}; latency: {p99: number}; non2xx: number}>
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 
 const {values} = parseArgs({

@@ -28,7 +28,9 @@ const CLAIMS = {
 const ARGS = {message: 'hello', count: 3, dry_run: false, options: {verbose: true}}
 
 function policies(n: number): string[] {
-  const out = ['permit(principal in ToolgateGroup::"admins", action == Action::"call_tool", resource) when { resource has readOnlyHint && resource.readOnlyHint };']
+  const out = [
+    'permit(principal in ToolgateGroup::"admins", action == Action::"call_tool", resource) when { resource has readOnlyHint && resource.readOnlyHint };',
+  ]
   for (let i = 1; i < n; i++) {
     out.push(
       i % 10 === 0
@@ -63,12 +65,22 @@ for (const n of [1, 50, 500]) {
   const texts = policies(n)
   const config = validateAuthzConfig({version: '1.0', type: 'cedarv1', cedar: {policies: texts}})
   const tool = n === 1 ? 'tool0' : `tool${Math.floor(n / 2) + 1}`
-  const spec = {action: 'call_tool' as const, id: tool, args: ARGS, annotations: {readOnlyHint: true, destructiveHint: false}}
+  const spec = {
+    action: 'call_tool' as const,
+    id: tool,
+    args: ARGS,
+    annotations: {readOnlyHint: true, destructiveHint: false},
+  }
 
   // Baseline: policy text parsed on every call, every claim and argument sent.
   const staticPolicies = Object.fromEntries(texts.map((t, i) => [`policy${i}`, t]))
   const claimAttrs = Object.fromEntries(Object.entries(CLAIMS).map(([k, v]) => [`claim_${k}`, v]))
-  const argAttrs = {arg_message: 'hello', arg_count: 3, arg_dry_run: false, arg_options_present: true}
+  const argAttrs = {
+    arg_message: 'hello',
+    arg_count: 3,
+    arg_dry_run: false,
+    arg_options_present: true,
+  }
   const baseline = time(n >= 500 ? 200 : 2000, () => {
     cedar.isAuthorized({
       principal: {type: 'Client', id: 'alice'},
@@ -77,17 +89,30 @@ for (const n of [1, 50, 500]) {
       context: {...claimAttrs, ...argAttrs},
       policies: {staticPolicies},
       entities: [
-        {uid: {type: 'Client', id: 'alice'}, attrs: claimAttrs, parents: CLAIMS.groups.map((g) => ({type: 'ToolgateGroup', id: g}))},
-        {uid: {type: 'Tool', id: tool}, attrs: {...argAttrs, name: tool, readOnlyHint: true, destructiveHint: false}, parents: []},
+        {
+          uid: {type: 'Client', id: 'alice'},
+          attrs: claimAttrs,
+          parents: CLAIMS.groups.map((g) => ({type: 'ToolgateGroup', id: g})),
+        },
+        {
+          uid: {type: 'Tool', id: tool},
+          attrs: {...argAttrs, name: tool, readOnlyHint: true, destructiveHint: false},
+          parents: [],
+        },
       ],
     })
   })
 
   const uncachedAuthz = new Authorizer(config, {cacheSize: 0})
-  const uncached = time(5000, () => uncachedAuthz.decide(uncachedAuthz.principal('alice', CLAIMS), spec, false))
+  const uncached = time(5000, () =>
+    uncachedAuthz.decide(uncachedAuthz.principal('alice', CLAIMS), spec, false),
+  )
   const cachedAuthz = new Authorizer(config)
-  const cached = time(20000, () => cachedAuthz.decide(cachedAuthz.principal('alice', CLAIMS), spec, false))
-  if (!uncachedAuthz.decide(uncachedAuthz.principal('alice', CLAIMS), spec, false).allowed) throw new Error('bench request should be allowed')
+  const cached = time(20000, () =>
+    cachedAuthz.decide(cachedAuthz.principal('alice', CLAIMS), spec, false),
+  )
+  if (!uncachedAuthz.decide(uncachedAuthz.principal('alice', CLAIMS), spec, false).allowed)
+    throw new Error('bench request should be allowed')
   rows.push([
     `${n}`,
     `${us(baseline.p50)} / ${us(baseline.p99)}`,
@@ -98,9 +123,16 @@ for (const n of [1, 50, 500]) {
 }
 
 console.log('\nCedar decision latency, p50 / p99 (one call_tool request, realistic token)')
-const header = ['policies', 'baseline: isAuthorized(text)', 'toolgate uncached', 'toolgate cached', 'target']
+const header = [
+  'policies',
+  'baseline: isAuthorized(text)',
+  'toolgate uncached',
+  'toolgate cached',
+  'target',
+]
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)))
-const line = (r: string[]) => '| ' + r.map((c, i) => c.padEnd(widths[i] as number)).join(' | ') + ' |'
+const line = (r: string[]) =>
+  '| ' + r.map((c, i) => c.padEnd(widths[i] as number)).join(' | ') + ' |'
 console.log(line(header))
 console.log('|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|')
 for (const r of rows) console.log(line(r))
@@ -113,7 +145,11 @@ const tools = Array.from({length: 1000}, (_, i) => ({
   inputSchema: {type: 'object', properties: {message: {type: 'string'}}},
   annotations: {readOnlyHint: i % 2 === 0, destructiveHint: i % 7 === 0},
 }))
-const listConfig = validateAuthzConfig({version: '1.0', type: 'cedarv1', cedar: {policies: policies(50)}})
+const listConfig = validateAuthzConfig({
+  version: '1.0',
+  type: 'cedarv1',
+  cedar: {policies: policies(50)},
+})
 const filterRuns: number[] = []
 const cachedRuns: number[] = []
 let kept = 0
@@ -131,7 +167,11 @@ const med = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 
 console.log('\nFiltering a 1,000-tool tools/list (50 policies), median of 7 runs')
 console.log(`| case                       | time      | target   |`)
 console.log(`|----------------------------|-----------|----------|`)
-console.log(`| first list (cache empty)   | ${med(filterRuns).toFixed(1).padStart(6)} ms | ≤ 30 ms  |`)
-console.log(`| repeated list (cache warm) | ${med(cachedRuns).toFixed(1).padStart(6)} ms | -        |`)
+console.log(
+  `| first list (cache empty)   | ${med(filterRuns).toFixed(1).padStart(6)} ms | ≤ 30 ms  |`,
+)
+console.log(
+  `| repeated list (cache warm) | ${med(cachedRuns).toFixed(1).padStart(6)} ms | -        |`,
+)
 console.log(`(${kept} of 1000 tools kept)`)
 console.log('\nFigures are noisy on a shared machine; compare columns, not absolute values.')

@@ -45,7 +45,12 @@ const seconds = Math.min(Number(values.seconds), 30)
 const connections = Number(values.connections)
 const longTarget = Number(values.requests)
 const longBudgetMs = Number(values['long-budget']) * 1000
-const BODY = JSON.stringify({jsonrpc: '2.0', id: 1, method: 'tools/call', params: {name: 'echo', arguments: {message: 'hi'}}})
+const BODY = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: {name: 'echo', arguments: {message: 'hi'}},
+})
 
 const UPSTREAM = `
 import {createServer} from 'node:http'
@@ -99,7 +104,8 @@ s.keepAliveTimeout = 65000
 s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({url: 'http://127.0.0.1:' + s.address().port})))
 `
 
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024
+const rssMb = (pid: number) =>
+  Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024
 /** CPU time (user + system) of a process so far, in ms (Linux /proc; clock ticks of 10 ms). */
 const cpuMs = (pid: number) => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -109,7 +115,9 @@ const cpuMs = (pid: number) => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const cleanup: Array<() => Promise<void> | void> = []
 
-async function startNginx(upstreamPort: number): Promise<{url: string; worker: () => number; stop: () => Promise<void>}> {
+async function startNginx(
+  upstreamPort: number,
+): Promise<{url: string; worker: () => number; stop: () => Promise<void>}> {
   const dir = mkdtempSync(join(tmpdir(), 'tg-bench-nginx-'))
   const port = await freePort()
   writeFileSync(
@@ -137,7 +145,11 @@ http {
 }
 `,
   )
-  const child: ChildProcess = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], {stdio: ['ignore', 'ignore', 'pipe']})
+  const child: ChildProcess = spawn(
+    'nginx',
+    ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'],
+    {stdio: ['ignore', 'ignore', 'pipe']},
+  )
   let err = ''
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()))
   const url = `http://127.0.0.1:${port}`
@@ -155,7 +167,10 @@ http {
   return {
     url,
     // The one worker does the proxying; the master only supervises.
-    worker: () => Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')[0]),
+    worker: () =>
+      Number(
+        readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')[0],
+      ),
     stop: async () => {
       child.kill('SIGTERM')
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)))
@@ -176,22 +191,43 @@ async function freePort(): Promise<number> {
 
 /** `pid`: the process in the middle (proxy, or the upstream when direct), whose CPU per request is reported. */
 async function throughput(url: string, pid: number, headers: Record<string, string> = {}) {
-  const opts = {url: url + '/mcp', method: 'POST', body: BODY, headers: {'content-type': 'application/json', ...headers}, connections}
+  const opts = {
+    url: url + '/mcp',
+    method: 'POST',
+    body: BODY,
+    headers: {'content-type': 'application/json', ...headers},
+    connections,
+  }
   await autocannon({...opts, duration: 1}) // warm-up: JIT, pools, validation cache
   const cpu0 = cpuMs(pid)
   const r = await autocannon({...opts, duration: seconds})
   const cpuUs = ((cpuMs(pid) - cpu0) * 1000) / r.requests.total
-  return {rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, bad: r.errors + r.timeouts + r.non2xx, cpuUs}
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    bad: r.errors + r.timeouts + r.non2xx,
+    cpuUs,
+  }
 }
 
 /** p50 of sequential requests on one kept-alive connection, in ms (sub-millisecond resolution). */
-async function sequentialP50(url: string, headers: Record<string, string> = {}, n = 3000): Promise<number> {
+async function sequentialP50(
+  url: string,
+  headers: Record<string, string> = {},
+  n = 3000,
+): Promise<number> {
   const pool = new Pool(url, {connections: 1})
   const times: number[] = []
   try {
     for (let i = 0; i < n + 300; i++) {
       const t0 = process.hrtime.bigint()
-      const r = await pool.request({path: '/mcp', method: 'POST', body: BODY, headers: {'content-type': 'application/json', ...headers}})
+      const r = await pool.request({
+        path: '/mcp',
+        method: 'POST',
+        body: BODY,
+        headers: {'content-type': 'application/json', ...headers},
+      })
       await r.body.arrayBuffer()
       if (i >= 300) times.push(Number(process.hrtime.bigint() - t0) / 1e6)
     }
@@ -203,7 +239,15 @@ async function sequentialP50(url: string, headers: Record<string, string> = {}, 
 }
 
 async function startToolgate(upstreamUrl: string, extra: string[] = []): Promise<Proc> {
-  const p = await start(['bin/dev.js', 'proxy', '--json', '--target-uri', upstreamUrl, ...extra, 'bench'])
+  const p = await start([
+    'bin/dev.js',
+    'proxy',
+    '--json',
+    '--target-uri',
+    upstreamUrl,
+    ...extra,
+    'bench',
+  ])
   cleanup.push(() => p.stop())
   return p
 }
@@ -217,10 +261,17 @@ try {
   const idp = await startOidcProvider({audience: 'api://bench'})
   cleanup.push(() => idp.close())
   const token = await idp.issueAccessToken({audience: 'api://bench', expiresIn: 3600})
-  const minimal = await start(['--input-type=module', '-e', MINIMAL], {env: {...process.env, TARGET: upstreamUrl}})
+  const minimal = await start(['--input-type=module', '-e', MINIMAL], {
+    env: {...process.env, TARGET: upstreamUrl},
+  })
   cleanup.push(() => minimal.stop())
   const plain = await startToolgate(upstreamUrl)
-  const jwt = await startToolgate(upstreamUrl, ['--oidc-issuer', idp.issuer, '--oidc-audience', 'api://bench'])
+  const jwt = await startToolgate(upstreamUrl, [
+    '--oidc-issuer',
+    idp.issuer,
+    '--oidc-audience',
+    'api://bench',
+  ])
   const auth = {authorization: `Bearer ${token}`}
 
   const cells: Array<[string, string, number, Record<string, string>]> = [
@@ -243,8 +294,24 @@ try {
     const r = results[row[0] as string]!
     row.push(row[0] === 'direct' ? '-' : (r.seq - direct.seq).toFixed(3))
   }
-  console.log(`\nproxy throughput: ${connections} connections, ${seconds} s each, POST ${BODY.length}-byte JSON-RPC (noisy: shared 2-core machine)`)
-  console.log(table(['path', 'req/s', 'p50 ms', 'p99 ms', 'seq p50 ms', 'errors', 'CPU µs/req (middle)', 'added p50 ms'], rows))
+  console.log(
+    `\nproxy throughput: ${connections} connections, ${seconds} s each, POST ${BODY.length}-byte JSON-RPC (noisy: shared 2-core machine)`,
+  )
+  console.log(
+    table(
+      [
+        'path',
+        'req/s',
+        'p50 ms',
+        'p99 ms',
+        'seq p50 ms',
+        'errors',
+        'CPU µs/req (middle)',
+        'added p50 ms',
+      ],
+      rows,
+    ),
+  )
 
   // Long run: RSS before/after through the plain proxy.
   const pid = plain.child.pid!
@@ -254,7 +321,14 @@ try {
   const samples: number[] = [rssBefore]
   while (done < longTarget && Date.now() - started < longBudgetMs) {
     const amount = Math.min(100_000, longTarget - done)
-    const r = await autocannon({url: String(plain.ready.url) + '/mcp', method: 'POST', body: BODY, headers: {'content-type': 'application/json'}, connections, amount})
+    const r = await autocannon({
+      url: String(plain.ready.url) + '/mcp',
+      method: 'POST',
+      body: BODY,
+      headers: {'content-type': 'application/json'},
+      connections,
+      amount,
+    })
     done += r.requests.total
     samples.push(rssMb(pid))
   }
@@ -283,14 +357,39 @@ try {
     table(
       ['measure', 'value', 'target', 'verdict'],
       [
-        ['toolgate / nginx req/s', `${(ratio * 100).toFixed(0)} %`, '>= 80 %', verdict(ratio >= 0.8)],
-        ['toolgate+JWT / nginx req/s', `${(ratioJwt * 100).toFixed(0)} %`, '>= 80 %', verdict(ratioJwt >= 0.8)],
+        [
+          'toolgate / nginx req/s',
+          `${(ratio * 100).toFixed(0)} %`,
+          '>= 80 %',
+          verdict(ratio >= 0.8),
+        ],
+        [
+          'toolgate+JWT / nginx req/s',
+          `${(ratioJwt * 100).toFixed(0)} %`,
+          '>= 80 %',
+          verdict(ratioJwt >= 0.8),
+        ],
         ['added p50 (sequential)', `${added.toFixed(3)} ms`, '<= 0.5 ms', verdict(added <= 0.5)],
-        [`RSS over ${done} requests${done < longTarget ? ` (scaled down from ${longTarget}: time budget)` : ''}`, `${rssBefore.toFixed(1)} → ${rssAfter.toFixed(1)} MB (${(rssAfter - rssBefore).toFixed(1)}; samples ${samples.map((s) => s.toFixed(0)).join(' ')})`, '± 20 MB', verdict(Math.abs(rssAfter - rssBefore) <= 20)],
+        [
+          `RSS over ${done} requests${done < longTarget ? ` (scaled down from ${longTarget}: time budget)` : ''}`,
+          `${rssBefore.toFixed(1)} → ${rssAfter.toFixed(1)} MB (${(rssAfter - rssBefore).toFixed(1)}; samples ${samples.map((s) => s.toFixed(0)).join(' ')})`,
+          '± 20 MB',
+          verdict(Math.abs(rssAfter - rssBefore) <= 20),
+        ],
         // After the first batch V8 has sized its young generation for this allocation rate (a
         // one-off growth of heap capacity, not live data); drift from there on would be a leak.
-        [`RSS after the first batch (warm) → end`, `${warm.toFixed(1)} → ${rssAfter.toFixed(1)} MB (${(rssAfter - warm).toFixed(1)})`, '± 20 MB', verdict(Math.abs(rssAfter - warm) <= 20)],
-        [`100 MB stream (${bytes} bytes, ${(bytes / 1048576 / secs).toFixed(0)} MB/s)`, `+${(peak - before100).toFixed(1)} MB peak RSS`, '<= 20 MB', verdict(bytes === 100 * 1024 * 1024 && peak - before100 <= 20)],
+        [
+          `RSS after the first batch (warm) → end`,
+          `${warm.toFixed(1)} → ${rssAfter.toFixed(1)} MB (${(rssAfter - warm).toFixed(1)})`,
+          '± 20 MB',
+          verdict(Math.abs(rssAfter - warm) <= 20),
+        ],
+        [
+          `100 MB stream (${bytes} bytes, ${(bytes / 1048576 / secs).toFixed(0)} MB/s)`,
+          `+${(peak - before100).toFixed(1)} MB peak RSS`,
+          '<= 20 MB',
+          verdict(bytes === 100 * 1024 * 1024 && peak - before100 <= 20),
+        ],
       ],
     ),
   )

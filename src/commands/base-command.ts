@@ -9,7 +9,10 @@ import {createLogger, type Logger} from '../lib/log/logger.ts'
 export abstract class BaseCommand extends Command {
   static override baseFlags = {
     debug: Flags.boolean({description: 'Log debug detail to stderr.', default: false}),
-    json: Flags.boolean({description: 'Machine-readable output (JSON lines on stdout, JSON logs on stderr).', default: false}),
+    json: Flags.boolean({
+      description: 'Machine-readable output (JSON lines on stdout, JSON logs on stderr).',
+      default: false,
+    }),
   }
 
   protected makeLogger(flags: {debug: boolean; json: boolean}): Logger {
@@ -21,10 +24,13 @@ export abstract class BaseCommand extends Command {
     process.stdout.write((json ? JSON.stringify(data) : human) + '\n')
   }
 
-  protected override async catch(err: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<unknown> {
+  protected override async catch(
+    err: Error & {exitCode?: number; oclif?: {exit?: number}},
+  ): Promise<unknown> {
     if (isToolgateError(err)) {
       process.stderr.write(`Error: ${err.message}\n`)
-      if (process.argv.includes('--debug') && err.cause) process.stderr.write(`  cause: ${String((err.cause as Error)?.message ?? err.cause)}\n`)
+      if (process.argv.includes('--debug') && err.cause)
+        process.stderr.write(`  cause: ${String((err.cause as Error)?.message ?? err.cause)}\n`)
       this.exit(err.exitCode)
     }
     // oclif's own parse errors (unknown flag, missing arg) keep their messages and exit 2.

@@ -15,51 +15,85 @@ export default class Proxy extends BaseCommand {
   ]
 
   static override args = {
-    SERVER_NAME: Args.string({description: 'Name of the proxied server (used in logs and state).', required: true}),
+    SERVER_NAME: Args.string({
+      description: 'Name of the proxied server (used in logs and state).',
+      required: true,
+    }),
   }
 
   static override flags = {
     'target-uri': Flags.string({description: 'URI of the target MCP server.', required: true}),
     host: Flags.string({description: 'Listen host (IP or hostname).', default: '127.0.0.1'}),
     port: Flags.integer({description: 'Listen port (default: a free port).', min: 0, max: 65535}),
-    'allowed-origins': Flags.string({description: 'Exact-match allowlist for the Origin header (repeatable).', multiple: true, multipleNonGreedy: true}),
+    'allowed-origins': Flags.string({
+      description: 'Exact-match allowlist for the Origin header (repeatable).',
+      multiple: true,
+      multipleNonGreedy: true,
+    }),
     'max-request-body-size': Flags.integer({
       description: `Maximum inbound request body size in bytes (0 = ${DEFAULT_MAX_BODY} bytes, 8 MiB).`,
       default: 0,
       min: 0,
     }),
-    'resource-url': Flags.string({description: 'Resource URL advertised at /.well-known/oauth-protected-resource (RFC 9728).'}),
+    'resource-url': Flags.string({
+      description: 'Resource URL advertised at /.well-known/oauth-protected-resource (RFC 9728).',
+    }),
     'oidc-issuer': Flags.string({description: 'Issuer URL for incoming-token validation.'}),
     'oidc-audience': Flags.string({description: 'Expected audience of incoming tokens.'}),
     'oidc-client-id': Flags.string({description: 'OIDC client ID (for introspection).'}),
     'oidc-client-secret': Flags.string({description: 'OIDC client secret (for introspection).'}),
-    'oidc-introspection-url': Flags.string({description: 'Token introspection endpoint (RFC 7662).'}),
+    'oidc-introspection-url': Flags.string({
+      description: 'Token introspection endpoint (RFC 7662).',
+    }),
     'oidc-jwks-url': Flags.string({description: 'JWKS URL (skips OIDC discovery).'}),
-    'oidc-scopes': Flags.string({description: 'Scopes advertised in the well-known endpoint.', multiple: true, multipleNonGreedy: true, default: ['openid']}),
+    'oidc-scopes': Flags.string({
+      description: 'Scopes advertised in the well-known endpoint.',
+      multiple: true,
+      multipleNonGreedy: true,
+      default: ['openid'],
+    }),
     ...remoteAuthFlags,
     'remote-auth-bearer-token': Flags.string({
       description: 'Bearer token for the remote server (or env TOOLGATE_REMOTE_AUTH_BEARER_TOKEN).',
     }),
-    'remote-auth-bearer-token-file': Flags.string({description: 'File holding the bearer token for the remote server.'}),
-    'remote-forward-headers': Flags.string({description: 'Header injected into forwarded requests, Name=Value (repeatable).', multiple: true, multipleNonGreedy: true}),
+    'remote-auth-bearer-token-file': Flags.string({
+      description: 'File holding the bearer token for the remote server.',
+    }),
+    'remote-forward-headers': Flags.string({
+      description: 'Header injected into forwarded requests, Name=Value (repeatable).',
+      multiple: true,
+      multipleNonGreedy: true,
+    }),
     'remote-forward-headers-secret': Flags.string({
-      description: 'Header injected into forwarded requests whose value comes from the secrets store, Name=secret-name (repeatable; overrides --remote-forward-headers of the same name).',
+      description:
+        'Header injected into forwarded requests whose value comes from the secrets store, Name=secret-name (repeatable; overrides --remote-forward-headers of the same name).',
       multiple: true,
       // One value per occurrence, so a following SERVER_NAME is not swallowed as a second value.
       multipleNonGreedy: true,
     }),
     'authz-config': Flags.string({
-      description: 'Cedar authorization policy file (JSON or YAML), applied after incoming authentication.',
+      description:
+        'Cedar authorization policy file (JSON or YAML), applied after incoming authentication.',
     }),
-    'token-exchange-url': Flags.string({description: 'Token exchange endpoint (RFC 8693); enables token exchange.'}),
+    'token-exchange-url': Flags.string({
+      description: 'Token exchange endpoint (RFC 8693); enables token exchange.',
+    }),
     'token-exchange-audience': Flags.string({description: 'Target audience of exchanged tokens.'}),
     'token-exchange-client-id': Flags.string({description: 'Client ID for token exchange.'}),
     'token-exchange-client-secret': Flags.string({
       description: 'Client secret for token exchange.',
     }),
-    'token-exchange-client-secret-file': Flags.string({description: 'File holding the token-exchange client secret.'}),
-    'token-exchange-header-name': Flags.string({description: 'Header that carries the exchanged token (default: replaces Authorization).'}),
-    'token-exchange-scopes': Flags.string({description: 'Scopes requested for exchanged tokens.', multiple: true, multipleNonGreedy: true}),
+    'token-exchange-client-secret-file': Flags.string({
+      description: 'File holding the token-exchange client secret.',
+    }),
+    'token-exchange-header-name': Flags.string({
+      description: 'Header that carries the exchanged token (default: replaces Authorization).',
+    }),
+    'token-exchange-scopes': Flags.string({
+      description: 'Scopes requested for exchanged tokens.',
+      multiple: true,
+      multipleNonGreedy: true,
+    }),
     'token-exchange-subject-token-type': Flags.string({
       // No oclif default: the option is only valid with --token-exchange-url, so an implicit value
       // must not trip that check. The default is applied in src/lib/proxy/options.ts.
@@ -76,13 +110,17 @@ export default class Proxy extends BaseCommand {
     const {proxyConfigFromFlags} = await import('../lib/proxy/options.ts')
     const {incomingAuthEnabled} = await import('../lib/proxy/incoming-auth.ts')
     const {startProxy} = await import('../lib/proxy/proxy-server.ts')
-    const {openSecretStore, overrideForwardHeaders, resolveForwardHeaderSecrets} = await import('../lib/secrets/index.ts')
+    const {openSecretStore, overrideForwardHeaders, resolveForwardHeaderSecrets} =
+      await import('../lib/secrets/index.ts')
     const {remoteAuthFromFlags} = await import('../lib/oauth/index.ts')
     const config = proxyConfigFromFlags(args.SERVER_NAME, flags, {logger})
     const headerSecrets = flags['remote-forward-headers-secret'] ?? []
     if (headerSecrets.length > 0) {
       // Resolved once at startup: a missing secret stops the proxy before it listens.
-      const fromSecrets = await resolveForwardHeaderSecrets(headerSecrets, await openSecretStore({logger}))
+      const fromSecrets = await resolveForwardHeaderSecrets(
+        headerSecrets,
+        await openSecretStore({logger}),
+      )
       config.forwardHeaders = overrideForwardHeaders(config.forwardHeaders, fromSecrets)
     }
     // Loaded before listening: a bad policy file refuses to start, naming the policy index.

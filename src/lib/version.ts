@@ -24,9 +24,14 @@ export interface VersionInfo {
 export function versionInfo(): VersionInfo {
   return {
     version: typeof __TOOLGATE_VERSION__ === 'string' ? __TOOLGATE_VERSION__ : packageVersion(),
-    commit: typeof __TOOLGATE_COMMIT__ === 'string' ? __TOOLGATE_COMMIT__ : (process.env.TOOLGATE_COMMIT ?? 'unknown'),
+    commit:
+      typeof __TOOLGATE_COMMIT__ === 'string'
+        ? __TOOLGATE_COMMIT__
+        : (process.env.TOOLGATE_COMMIT ?? 'unknown'),
     build_date:
-      typeof __TOOLGATE_BUILD_DATE__ === 'string' ? __TOOLGATE_BUILD_DATE__ : (process.env.TOOLGATE_BUILD_DATE ?? 'unknown'),
+      typeof __TOOLGATE_BUILD_DATE__ === 'string'
+        ? __TOOLGATE_BUILD_DATE__
+        : (process.env.TOOLGATE_BUILD_DATE ?? 'unknown'),
     node_version: process.version,
     platform: `${process.platform}/${process.arch}`,
   }

@@ -54,23 +54,38 @@ interface ProxyProcess {
  * loadAuthzInterceptor, then startProxy), except that the validator is told the loopback issuer
  * is allowed (allowPrivateIP): the identity provider of this test runs on 127.0.0.1.
  */
-async function startProxyInProcess(name: string, flags: {target: string; issuer: string; audience: string; policyFile: string}): Promise<ProxyProcess> {
+async function startProxyInProcess(
+  name: string,
+  flags: {target: string; issuer: string; audience: string; policyFile: string},
+): Promise<ProxyProcess> {
   const lines: string[] = []
   const logger = createLogger({level: 'debug', write: (l) => lines.push(l)})
   const config = proxyConfigFromFlags(
     name,
-    {'target-uri': flags.target, host: '127.0.0.1', 'max-request-body-size': 0, 'oidc-issuer': flags.issuer, 'oidc-audience': flags.audience},
+    {
+      'target-uri': flags.target,
+      host: '127.0.0.1',
+      'max-request-body-size': 0,
+      'oidc-issuer': flags.issuer,
+      'oidc-audience': flags.audience,
+    },
     {logger},
   )
   config.interceptor = await loadAuthzInterceptor(flags.policyFile, {logger})
   const oauth = oauthConfigFromOidc(config.oidc!, config.resourceUrl)
   for (const p of oauth.providers) p.allowPrivateIP = true
-  const running = await startProxy(config, {logger, authenticator: createAuthenticator(oauth, {logger})})
+  const running = await startProxy(config, {
+    logger,
+    authenticator: createAuthenticator(oauth, {logger}),
+  })
   return {url: running.url, stderr: () => lines.join('\n'), stop: () => running.close()}
 }
 
 async function startProxyCli(args: string[]): Promise<ProxyProcess> {
-  const child = spawn(process.execPath, ['bin/dev.js', 'proxy', ...args], {stdio: ['ignore', 'pipe', 'pipe'], cwd: process.cwd()})
+  const child = spawn(process.execPath, ['bin/dev.js', 'proxy', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: process.cwd(),
+  })
   let out = ''
   let err = ''
   child.stderr?.on('data', (d: Buffer) => (err += d.toString()))
@@ -106,10 +121,25 @@ async function startProxyCli(args: string[]): Promise<ProxyProcess> {
 async function startJsonMcpServer(): Promise<{url: string; server: Server}> {
   const server = createServer(async (req, res) => {
     const mcp = new McpServer({name: 'json-server', version: '1.0.0'})
-    mcp.registerTool('safe-read', {description: 'reads', annotations: {readOnlyHint: true}}, async () => ({content: [{type: 'text', text: 'read'}]}))
-    mcp.registerTool('wipe', {description: 'wipes', annotations: {readOnlyHint: false, destructiveHint: true}}, async () => ({content: [{type: 'text', text: 'wiped'}]}))
-    mcp.registerTool('echo', {description: 'echo', inputSchema: {message: z.string()}}, async ({message}) => ({content: [{type: 'text', text: message}]}))
-    const transport = new StreamableHTTPServerTransport({sessionIdGenerator: undefined, enableJsonResponse: true})
+    mcp.registerTool(
+      'safe-read',
+      {description: 'reads', annotations: {readOnlyHint: true}},
+      async () => ({content: [{type: 'text', text: 'read'}]}),
+    )
+    mcp.registerTool(
+      'wipe',
+      {description: 'wipes', annotations: {readOnlyHint: false, destructiveHint: true}},
+      async () => ({content: [{type: 'text', text: 'wiped'}]}),
+    )
+    mcp.registerTool(
+      'echo',
+      {description: 'echo', inputSchema: {message: z.string()}},
+      async ({message}) => ({content: [{type: 'text', text: message}]}),
+    )
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    })
     res.on('close', () => {
       void transport.close()
       void mcp.close()
@@ -121,7 +151,10 @@ async function startJsonMcpServer(): Promise<{url: string; server: Server}> {
   return {url: `http://127.0.0.1:${(server.address() as {port: number}).port}`, server}
 }
 
-async function mcpClient(proxyUrl: string, token: string): Promise<{client: Client; transport: StreamableHTTPClientTransport}> {
+async function mcpClient(
+  proxyUrl: string,
+  token: string,
+): Promise<{client: Client; transport: StreamableHTTPClientTransport}> {
   const transport = new StreamableHTTPClientTransport(new URL(proxyUrl + '/mcp'), {
     requestInit: {headers: {authorization: `Bearer ${token}`}},
   })
@@ -130,10 +163,19 @@ async function mcpClient(proxyUrl: string, token: string): Promise<{client: Clie
   return {client, transport}
 }
 
-async function post(url: string, body: string, headers: Record<string, string> = {}): Promise<{status: number; type: string | null; text: string}> {
+async function post(
+  url: string,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<{status: number; type: string | null; text: string}> {
   const res = await fetch(url + '/mcp', {
     method: 'POST',
-    headers: {'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', ...headers},
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+      ...headers,
+    },
     body,
     signal: AbortSignal.timeout(30_000),
   })
@@ -141,7 +183,12 @@ async function post(url: string, body: string, headers: Record<string, string> =
 }
 
 const rpc = (id: number | string | undefined, method: string, params?: unknown) =>
-  JSON.stringify({jsonrpc: '2.0', ...(id === undefined ? {} : {id}), method, ...(params === undefined ? {} : {params})})
+  JSON.stringify({
+    jsonrpc: '2.0',
+    ...(id === undefined ? {} : {id}),
+    method,
+    ...(params === undefined ? {} : {params}),
+  })
 
 describe('toolgate proxy --authz-config (end to end)', () => {
   let dir: string
@@ -156,13 +203,25 @@ describe('toolgate proxy --authz-config (end to end)', () => {
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'toolgate-authz-e2e-'))
     const policyFile = join(dir, 'authz.json')
-    await writeFile(policyFile, JSON.stringify({version: '1.0', type: 'cedarv1', cedar: {policies: POLICIES, entities_json: '[]'}}))
+    await writeFile(
+      policyFile,
+      JSON.stringify({
+        version: '1.0',
+        type: 'cedarv1',
+        cedar: {policies: POLICIES, entities_json: '[]'},
+      }),
+    )
     // Per-subject groups/roles claims through oidc-provider's own extraTokenClaims hook.
-    const claimsBySub: Record<string, Record<string, unknown>> = {alice: {groups: ['admins']}, bob: {roles: ['operator']}}
+    const claimsBySub: Record<string, Record<string, unknown>> = {
+      alice: {groups: ['admins']},
+      bob: {roles: ['operator']},
+    }
     idp = await startOidcProvider({
       configure: (config) => {
-        ;(config as {extraTokenClaims?: unknown}).extraTokenClaims = async (_ctx: unknown, token: {accountId?: string}) =>
-          claimsBySub[token.accountId ?? '']
+        ;(config as {extraTokenClaims?: unknown}).extraTokenClaims = async (
+          _ctx: unknown,
+          token: {accountId?: string},
+        ) => claimsBySub[token.accountId ?? '']
       },
     })
     everything = await startMcpUpstream('streamableHttp')
@@ -204,12 +263,19 @@ describe('toolgate proxy --authz-config (end to end)', () => {
   })
 
   it('denies with the exact JSON-RPC 403 body', async () => {
-    const r = await post(proxy.url, rpc(7, 'tools/call', {name: 'get-env', arguments: {}}), {authorization: `Bearer ${tokens.alice}`})
+    const r = await post(proxy.url, rpc(7, 'tools/call', {name: 'get-env', arguments: {}}), {
+      authorization: `Bearer ${tokens.alice}`,
+    })
     assert.equal(r.status, 403)
     assert.equal(r.text, '{"jsonrpc":"2.0","id":7,"error":{"code":403,"message":"Unauthorized"}}')
-    const notification = await post(proxy.url, rpc(undefined, 'tools/call', {name: 'get-env'}), {authorization: `Bearer ${tokens.alice}`})
+    const notification = await post(proxy.url, rpc(undefined, 'tools/call', {name: 'get-env'}), {
+      authorization: `Bearer ${tokens.alice}`,
+    })
     assert.equal(notification.status, 403)
-    assert.equal(notification.text, '{"jsonrpc":"2.0","error":{"code":403,"message":"Unauthorized"}}')
+    assert.equal(
+      notification.text,
+      '{"jsonrpc":"2.0","error":{"code":403,"message":"Unauthorized"}}',
+    )
   })
 
   const calls: [keyof typeof tokens, string, Record<string, unknown>, boolean][] = [
@@ -239,48 +305,97 @@ describe('toolgate proxy --authz-config (end to end)', () => {
   it('filters tools/list in an SSE response to what the caller may call', async () => {
     const alice = await connect('alice')
     const names = (await alice.client.listTools()).tools.map((t) => t.name).sort()
-    assert.deepEqual(names, ['echo', 'get-annotated-message', 'get-resource-links', 'get-resource-reference', 'get-structured-content', 'get-sum', 'get-tiny-image', 'trigger-long-running-operation'])
+    assert.deepEqual(names, [
+      'echo',
+      'get-annotated-message',
+      'get-resource-links',
+      'get-resource-reference',
+      'get-structured-content',
+      'get-sum',
+      'get-tiny-image',
+      'trigger-long-running-operation',
+    ])
     const bob = await connect('bob')
-    assert.deepEqual((await bob.client.listTools()).tools.map((t) => t.name).sort(), ['echo', 'toggle-simulated-logging'])
+    assert.deepEqual((await bob.client.listTools()).tools.map((t) => t.name).sort(), [
+      'echo',
+      'toggle-simulated-logging',
+    ])
   })
 
   it('the raw SSE list answer keeps the event framing', async () => {
     const {transport} = await connect('carol')
-    const r = await post(proxy.url, rpc('list-1', 'tools/list'), {authorization: `Bearer ${tokens.carol}`, 'mcp-session-id': transport.sessionId ?? ''})
+    const r = await post(proxy.url, rpc('list-1', 'tools/list'), {
+      authorization: `Bearer ${tokens.carol}`,
+      'mcp-session-id': transport.sessionId ?? '',
+    })
     assert.equal(r.status, 200)
     assert.match(r.type ?? '', /text\/event-stream/)
     const data = r.text.split('\n').find((l) => l.startsWith('data: '))
     assert.ok(data, r.text)
     const message = JSON.parse(data.slice(6)) as {id: string; result: {tools: {name: string}[]}}
     assert.equal(message.id, 'list-1')
-    assert.deepEqual(message.result.tools.map((t) => t.name), ['echo'])
+    assert.deepEqual(
+      message.result.tools.map((t) => t.name),
+      ['echo'],
+    )
   })
 
   it('filters prompts/list and resources/list, and decides prompts/get and resources/read', async () => {
     const {client} = await connect('carol')
-    assert.deepEqual((await client.listPrompts()).prompts.map((p) => p.name), ['simple-prompt'])
-    assert.deepEqual((await client.listResources()).resources.map((r) => r.uri), ['demo://resource/static/document/architecture.md'])
+    assert.deepEqual(
+      (await client.listPrompts()).prompts.map((p) => p.name),
+      ['simple-prompt'],
+    )
+    assert.deepEqual(
+      (await client.listResources()).resources.map((r) => r.uri),
+      ['demo://resource/static/document/architecture.md'],
+    )
     await client.getPrompt({name: 'simple-prompt'})
-    await assert.rejects(client.getPrompt({name: 'args-prompt', arguments: {city: 'x'}}), /403|Unauthorized/)
+    await assert.rejects(
+      client.getPrompt({name: 'args-prompt', arguments: {city: 'x'}}),
+      /403|Unauthorized/,
+    )
     await client.readResource({uri: 'demo://resource/static/document/architecture.md'})
-    await assert.rejects(client.readResource({uri: 'demo://resource/static/document/extension.md'}), /403|Unauthorized/)
+    await assert.rejects(
+      client.readResource({uri: 'demo://resource/static/document/extension.md'}),
+      /403|Unauthorized/,
+    )
   })
 
   it('fake annotations sent by a client cannot change the decision', async () => {
     const {transport} = await connect('alice')
-    const headers = {authorization: `Bearer ${tokens.alice}`, 'mcp-session-id': transport.sessionId ?? ''}
+    const headers = {
+      authorization: `Bearer ${tokens.alice}`,
+      'mcp-session-id': transport.sessionId ?? '',
+    }
     const spoofed = await post(
       proxy.url,
-      rpc(9, 'tools/call', {name: 'toggle-simulated-logging', arguments: {}, annotations: {readOnlyHint: true}, _meta: {annotations: {readOnlyHint: true}}}),
+      rpc(9, 'tools/call', {
+        name: 'toggle-simulated-logging',
+        arguments: {},
+        annotations: {readOnlyHint: true},
+        _meta: {annotations: {readOnlyHint: true}},
+      }),
       headers,
     )
     assert.equal(spoofed.status, 403)
     // Control: in the same session a truly read-only tool passes.
-    const control = await post(proxy.url, rpc(10, 'tools/call', {name: 'get-tiny-image', arguments: {}}), headers)
+    const control = await post(
+      proxy.url,
+      rpc(10, 'tools/call', {name: 'get-tiny-image', arguments: {}}),
+      headers,
+    )
     assert.equal(control.status, 200)
   })
 
-  for (const method of ['sampling/createMessage', 'elicitation/create', 'tasks/get', 'tasks/list', 'tools/delete', 'Tools/List']) {
+  for (const method of [
+    'sampling/createMessage',
+    'elicitation/create',
+    'tasks/get',
+    'tasks/list',
+    'tools/delete',
+    'Tools/List',
+  ]) {
     it(`denies the method ${method}`, async () => {
       const r = await post(proxy.url, rpc(3, method, {}), {authorization: `Bearer ${tokens.alice}`})
       assert.equal(r.status, 403)
@@ -295,14 +410,19 @@ describe('toolgate proxy --authz-config (end to end)', () => {
   })
 
   it('filters tools/list in a JSON response', async () => {
-    const raw = await post(jsonProxy.url, rpc(5, 'tools/list'), {authorization: `Bearer ${tokens.alice}`})
+    const raw = await post(jsonProxy.url, rpc(5, 'tools/list'), {
+      authorization: `Bearer ${tokens.alice}`,
+    })
     assert.equal(raw.status, 200)
     assert.match(raw.type ?? '', /application\/json/)
     const body = JSON.parse(raw.text) as {id: number; result: {tools: {name: string}[]}}
     assert.equal(body.id, 5)
     assert.deepEqual(body.result.tools.map((t) => t.name).sort(), ['echo', 'safe-read'])
     const {client} = await connect('carol', jsonProxy.url)
-    assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['echo'])
+    assert.deepEqual(
+      (await client.listTools()).tools.map((t) => t.name),
+      ['echo'],
+    )
     await assert.rejects(client.callTool({name: 'wipe', arguments: {}}), /403|Unauthorized/)
   })
 
@@ -319,14 +439,23 @@ describe('toolgate proxy --authz-config (end to end)', () => {
         req.on('data', (d: Buffer) => (body += d.toString()))
         req.on('end', () => {
           const id = (JSON.parse(body) as {id: number}).id
-          const list = {jsonrpc: '2.0', id, result: {tools: [{name: 'echo'}, {name: 'secret-admin-tool'}]}}
+          const list = {
+            jsonrpc: '2.0',
+            id,
+            result: {tools: [{name: 'echo'}, {name: 'secret-admin-tool'}]},
+          }
           res.writeHead(200, {'content-type': type, 'content-encoding': 'gzip'})
           res.end(gzipSync(frame(JSON.stringify(list))))
         })
       })
       await new Promise<void>((resolve) => gz.listen(0, '127.0.0.1', resolve))
       const policyFile = join(dir, 'authz.json')
-      const gzProxy = await startProxyInProcess('gzip-server', {target: `http://127.0.0.1:${(gz.address() as {port: number}).port}`, issuer: idp.issuer, audience: idp.audience, policyFile})
+      const gzProxy = await startProxyInProcess('gzip-server', {
+        target: `http://127.0.0.1:${(gz.address() as {port: number}).port}`,
+        issuer: idp.issuer,
+        audience: idp.audience,
+        policyFile,
+      })
       try {
         // node:http does not decompress: these are the bytes the client gets.
         const raw = await new Promise<Buffer>((resolve, reject) => {
@@ -334,7 +463,12 @@ describe('toolgate proxy --authz-config (end to end)', () => {
             gzProxy.url + '/mcp',
             {
               method: 'POST',
-              headers: {'content-type': 'application/json', accept: 'application/json, text/event-stream', 'accept-encoding': 'gzip', authorization: `Bearer ${tokens.carol}`},
+              headers: {
+                'content-type': 'application/json',
+                accept: 'application/json, text/event-stream',
+                'accept-encoding': 'gzip',
+                authorization: `Bearer ${tokens.carol}`,
+              },
               timeout: 30_000,
             },
             (res) => {
@@ -366,10 +500,17 @@ describe('toolgate proxy --authz-config (end to end)', () => {
 
   it('logs decisions with principal, action, resource and policy, never the token', () => {
     const log = proxy.stderr() + jsonProxy.stderr()
-    assert.match(log, /authz decision.*principal=.*alice.*action=.*call_tool.*resource=.*get-env.*decision=deny.*policies=policy4/)
+    assert.match(
+      log,
+      /authz decision.*principal=.*alice.*action=.*call_tool.*resource=.*get-env.*decision=deny.*policies=policy4/,
+    )
     assert.match(log, /authz decision.*decision=allow.*policies=policy0/)
-    for (const t of Object.values(tokens)) assert.ok(!log.includes(t), 'a token appeared in the log')
-    assert.ok(!log.includes(tokens.alice.split('.')[1] as string), 'a token payload appeared in the log')
+    for (const t of Object.values(tokens))
+      assert.ok(!log.includes(t), 'a token appeared in the log')
+    assert.ok(
+      !log.includes(tokens.alice.split('.')[1] as string),
+      'a token payload appeared in the log',
+    )
   })
 })
 
@@ -384,8 +525,32 @@ describe('toolgate proxy --authz-config (the CLI process)', () => {
 
   it('refuses to start on a policy that does not parse, naming its index and the parser message', async () => {
     const file = join(dir, 'bad.yaml')
-    await writeFile(file, ['version: "1.0"', 'type: cedarv1', 'cedar:', '  policies:', `    - '${POLICIES[0]}'`, "    - 'permit(principal, action'"].join('\n'))
-    const child = spawn(process.execPath, ['bin/dev.js', 'proxy', '--target-uri', 'http://127.0.0.1:9', '--oidc-issuer', 'http://127.0.0.1:9', '--authz-config', file, 'x'], {stdio: ['ignore', 'pipe', 'pipe']})
+    await writeFile(
+      file,
+      [
+        'version: "1.0"',
+        'type: cedarv1',
+        'cedar:',
+        '  policies:',
+        `    - '${POLICIES[0]}'`,
+        "    - 'permit(principal, action'",
+      ].join('\n'),
+    )
+    const child = spawn(
+      process.execPath,
+      [
+        'bin/dev.js',
+        'proxy',
+        '--target-uri',
+        'http://127.0.0.1:9',
+        '--oidc-issuer',
+        'http://127.0.0.1:9',
+        '--authz-config',
+        file,
+        'x',
+      ],
+      {stdio: ['ignore', 'pipe', 'pipe']},
+    )
     let stdout = ''
     let stderr = ''
     child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
@@ -399,13 +564,33 @@ describe('toolgate proxy --authz-config (the CLI process)', () => {
   })
 
   // Without incoming authentication every request is anonymous: the proxy would only ever answer 403.
-  for (const auth of [[], ['--oidc-audience', 'api://x'], ['--oidc-client-id', 'c', '--oidc-client-secret', 's']]) {
+  for (const auth of [
+    [],
+    ['--oidc-audience', 'api://x'],
+    ['--oidc-client-id', 'c', '--oidc-client-secret', 's'],
+  ]) {
     it(`refuses --authz-config without incoming authentication${auth.length ? ` (only ${auth.filter((a) => a.startsWith('--')).join(' ')})` : ''}: exit 64 naming the flags to add`, async () => {
       const file = join(dir, 'noauth.json')
-      await writeFile(file, JSON.stringify({version: '1.0', type: 'cedarv1', cedar: {policies: [POLICIES[0]]}}))
-      const child = spawn(process.execPath, ['bin/dev.js', 'proxy', '--target-uri', 'http://127.0.0.1:9', ...auth, '--authz-config', file, 'x'], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
+      await writeFile(
+        file,
+        JSON.stringify({version: '1.0', type: 'cedarv1', cedar: {policies: [POLICIES[0]]}}),
+      )
+      const child = spawn(
+        process.execPath,
+        [
+          'bin/dev.js',
+          'proxy',
+          '--target-uri',
+          'http://127.0.0.1:9',
+          ...auth,
+          '--authz-config',
+          file,
+          'x',
+        ],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      )
       let stdout = ''
       let stderr = ''
       child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
@@ -424,8 +609,25 @@ describe('toolgate proxy --authz-config (the CLI process)', () => {
 
   it('refuses an unknown policy type', async () => {
     const file = join(dir, 'type.json')
-    await writeFile(file, JSON.stringify({version: '1.0', type: 'opav1', cedar: {policies: [POLICIES[0]]}}))
-    const child = spawn(process.execPath, ['bin/dev.js', 'proxy', '--target-uri', 'http://127.0.0.1:9', '--oidc-issuer', 'http://127.0.0.1:9', '--authz-config', file, 'x'], {stdio: ['ignore', 'ignore', 'pipe']})
+    await writeFile(
+      file,
+      JSON.stringify({version: '1.0', type: 'opav1', cedar: {policies: [POLICIES[0]]}}),
+    )
+    const child = spawn(
+      process.execPath,
+      [
+        'bin/dev.js',
+        'proxy',
+        '--target-uri',
+        'http://127.0.0.1:9',
+        '--oidc-issuer',
+        'http://127.0.0.1:9',
+        '--authz-config',
+        file,
+        'x',
+      ],
+      {stdio: ['ignore', 'ignore', 'pipe']},
+    )
     let stderr = ''
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
     const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
@@ -437,21 +639,47 @@ describe('toolgate proxy --authz-config (the CLI process)', () => {
 
   it('runs the policy in the CLI: 401 without a token before 403, then allowed and denied calls', async () => {
     const file = join(dir, 'ok.json')
-    await writeFile(file, JSON.stringify({version: '1.0', type: 'cedarv1', cedar: {policies: POLICIES}}))
+    await writeFile(
+      file,
+      JSON.stringify({version: '1.0', type: 'cedarv1', cedar: {policies: POLICIES}}),
+    )
     const idp = await startOidcProvider()
     const upstream = await startMcpUpstream('streamableHttp')
     let cli: ProxyProcess | undefined
     try {
-      cli = await startProxyCli(['--target-uri', upstream.url, '--oidc-issuer', idp.issuer, '--oidc-audience', idp.audience, '--authz-config', file, '--json', 'everything'])
+      cli = await startProxyCli([
+        '--target-uri',
+        upstream.url,
+        '--oidc-issuer',
+        idp.issuer,
+        '--oidc-audience',
+        idp.audience,
+        '--authz-config',
+        file,
+        '--json',
+        'everything',
+      ])
       assert.equal((await post(cli.url, rpc(1, 'tools/call', {name: 'get-env'}))).status, 401)
       const token = await idp.issueAccessToken({sub: 'carol'})
-      const denied = await post(cli.url, rpc(2, 'tools/call', {name: 'get-env'}), {authorization: `Bearer ${token}`})
+      const denied = await post(cli.url, rpc(2, 'tools/call', {name: 'get-env'}), {
+        authorization: `Bearer ${token}`,
+      })
       assert.equal(denied.status, 403, denied.text)
-      assert.equal(denied.text, '{"jsonrpc":"2.0","id":2,"error":{"code":403,"message":"Unauthorized"}}')
+      assert.equal(
+        denied.text,
+        '{"jsonrpc":"2.0","id":2,"error":{"code":403,"message":"Unauthorized"}}',
+      )
       const client = new Client({name: 'cli-test', version: '1.0.0'})
-      await client.connect(new StreamableHTTPClientTransport(new URL(cli.url + '/mcp'), {requestInit: {headers: {authorization: `Bearer ${token}`}}}))
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(cli.url + '/mcp'), {
+          requestInit: {headers: {authorization: `Bearer ${token}`}},
+        }),
+      )
       try {
-        assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['echo'])
+        assert.deepEqual(
+          (await client.listTools()).tools.map((t) => t.name),
+          ['echo'],
+        )
         const result = await client.callTool({name: 'echo', arguments: {message: 'cli'}})
         assert.deepEqual(result.content, [{type: 'text', text: 'Echo: cli'}])
       } finally {

@@ -28,15 +28,25 @@ describe('toolgate proxy with token introspection (end to end)', () => {
         join(root, 'bin', 'dev.js'),
         'proxy',
         '--json',
-        '--target-uri', upstream.url,
-        '--oidc-issuer', idp.issuer,
-        '--oidc-audience', idp.audience,
-        '--oidc-introspection-url', idp.introspectionUrl,
-        '--oidc-client-id', idp.client.clientId,
-        '--oidc-client-secret', idp.client.clientSecret,
+        '--target-uri',
+        upstream.url,
+        '--oidc-issuer',
+        idp.issuer,
+        '--oidc-audience',
+        idp.audience,
+        '--oidc-introspection-url',
+        idp.introspectionUrl,
+        '--oidc-client-id',
+        idp.client.clientId,
+        '--oidc-client-secret',
+        idp.client.clientSecret,
         'introspected',
       ],
-      {cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: {...process.env, TOOLGATE_REMOTE_AUTH_BEARER_TOKEN: ''}},
+      {
+        cwd: root,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {...process.env, TOOLGATE_REMOTE_AUTH_BEARER_TOKEN: ''},
+      },
     )
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
     url = await new Promise<string>((resolve, reject) => {
@@ -80,7 +90,10 @@ describe('toolgate proxy with token introspection (end to end)', () => {
     assert.equal(res.status, 200, await res.clone().text())
     await res.text()
     assert.equal(upstream.requests.length, seen + 1)
-    assert.ok(idp.requests.filter((r) => r.path.endsWith('/introspection')).length > introspections, 'the token was introspected')
+    assert.ok(
+      idp.requests.filter((r) => r.path.endsWith('/introspection')).length > introspections,
+      'the token was introspected',
+    )
   })
 
   it('refuses an opaque token the provider does not know with 401 invalid_token, forwarding nothing', async () => {
@@ -88,7 +101,10 @@ describe('toolgate proxy with token introspection (end to end)', () => {
     const res = await post('Bearer unknown-opaque-token-value-0123456789')
     assert.equal(res.status, 401)
     assert.equal(((await res.json()) as {error: string}).error, 'invalid_token')
-    assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer realm=".*", error="invalid_token"/)
+    assert.match(
+      res.headers.get('www-authenticate') ?? '',
+      /^Bearer realm=".*", error="invalid_token"/,
+    )
     assert.equal(upstream.requests.length, seen)
     assert.doesNotMatch(stderr, /unknown-opaque-token-value/)
   })

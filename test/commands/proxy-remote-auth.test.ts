@@ -6,7 +6,13 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, it} from 'node:test'
 import {setTimeout as sleep} from 'node:timers/promises'
-import {driveLogin, freePort, startLoginProvider, startProtectedResource, type ProtectedResource} from '../helpers/oidc-login.ts'
+import {
+  driveLogin,
+  freePort,
+  startLoginProvider,
+  startProtectedResource,
+  type ProtectedResource,
+} from '../helpers/oidc-login.ts'
 
 /**
  * `toolgate proxy --remote-auth` end to end: the real command (bin/dev.js) against a real
@@ -41,16 +47,26 @@ function runProxy(args: string[], home: string): Run {
   })
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
   child.stderr?.on('data', (d: Buffer) => (err += d.toString()))
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  )
   return {child, stdout: () => out, stderr: () => err, exited}
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined, run: Run, ms = 60_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined,
+  run: Run,
+  ms = 60_000,
+): Promise<T> {
   const until = Date.now() + ms
   while (Date.now() < until) {
     const v = probe()
     if (v !== undefined) return v
-    if (run.child.exitCode !== null) throw new Error(`proxy exited (${run.child.exitCode}) before ${what}; stderr:\n${run.stderr()}`)
+    if (run.child.exitCode !== null)
+      throw new Error(
+        `proxy exited (${run.child.exitCode}) before ${what}; stderr:\n${run.stderr()}`,
+      )
     await sleep(50)
   }
   throw new Error(`timed out waiting for ${what}; stderr:\n${run.stderr()}`)
@@ -85,8 +101,22 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
 
   const start = async (extra: string[] = []) => {
     const run = runProxy(
-      ['remote', '--target-uri', upstream.url, '--port', '0', '--remote-auth', '--remote-auth-issuer', idp.issuer, '--remote-auth-skip-browser',
-        '--remote-auth-callback-port', String(await freePort()), '--remote-auth-resource', AUDIENCE, ...extra],
+      [
+        'remote',
+        '--target-uri',
+        upstream.url,
+        '--port',
+        '0',
+        '--remote-auth',
+        '--remote-auth-issuer',
+        idp.issuer,
+        '--remote-auth-skip-browser',
+        '--remote-auth-callback-port',
+        String(await freePort()),
+        '--remote-auth-resource',
+        AUDIENCE,
+        ...extra,
+      ],
       home,
     )
     runs.push(run)
@@ -106,7 +136,11 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
     await early.body?.cancel()
     const page = await driveLogin(url, {login: 'carol'})
     assert.equal(page.status, 200)
-    await waitFor('the login', () => (/Logged in as carol/.test(first.stderr()) ? true : undefined), first)
+    await waitFor(
+      'the login',
+      () => (/Logged in as carol/.test(first.stderr()) ? true : undefined),
+      first,
+    )
     assert.equal(first.stdout().match(/listening on/g)?.length, 1, 'one startup line')
 
     const statuses: number[] = []
@@ -117,15 +151,30 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
       statuses.push(res.status)
       await sleep(200)
     }
-    assert.ok(statuses.every((s) => s === 200), `statuses through the proxy: ${statuses.join(',')}`)
+    assert.ok(
+      statuses.every((s) => s === 200),
+      `statuses through the proxy: ${statuses.join(',')}`,
+    )
     await stop(first)
 
     // The refresh token and the registration were saved: no browser on the next start.
     const second = await start(['--json'])
-    const proxyUrl2 = await waitFor('the listening line', () => /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(second.stdout())?.[1], second)
+    const proxyUrl2 = await waitFor(
+      'the listening line',
+      () => /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(second.stdout())?.[1],
+      second,
+    )
     // The startup line comes first now (the login runs after binding): wait for the restore.
-    await waitFor('the restored login', () => (/"event":"restored"/.test(second.stderr()) ? true : undefined), second)
-    const events = second.stderr().split('\n').filter((l) => l.includes('"type":"remote_auth"')).map((l) => JSON.parse(l).event)
+    await waitFor(
+      'the restored login',
+      () => (/"event":"restored"/.test(second.stderr()) ? true : undefined),
+      second,
+    )
+    const events = second
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes('"type":"remote_auth"'))
+      .map((l) => JSON.parse(l).event)
     assert.deepEqual(events, ['discovered', 'restored'])
     const res = await fetch(`${proxyUrl2}/mcp`)
     assert.equal(res.status, 200)
@@ -135,10 +184,17 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
     // Other scopes than the saved login's: not silently reused; a new login, and stderr says why.
     const third = await start(['--remote-auth-scopes', 'openid'])
     const url3 = await waitFor('the login URL', () => loginUrl(third), third)
-    assert.match(third.stderr(), /A new login is needed: the saved login was made with other settings: scopes changed from "openid profile email" to "openid" \(--remote-auth-scopes\)/)
+    assert.match(
+      third.stderr(),
+      /A new login is needed: the saved login was made with other settings: scopes changed from "openid profile email" to "openid" \(--remote-auth-scopes\)/,
+    )
     assert.equal(new URL(url3).searchParams.get('scope'), 'openid')
     assert.equal((await driveLogin(url3, {login: 'carol'})).status, 200)
-    await waitFor('the login', () => (/Logged in as carol/.test(third.stderr()) ? true : undefined), third)
+    await waitFor(
+      'the login',
+      () => (/Logged in as carol/.test(third.stderr()) ? true : undefined),
+      third,
+    )
     await stop(third)
   })
 
@@ -148,13 +204,29 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
     const port = (busy.address() as {port: number}).port
     try {
       const run = runProxy(
-        ['busy', '--target-uri', upstream.url, '--port', String(port), '--remote-auth', '--remote-auth-issuer', idp.issuer, '--remote-auth-skip-browser',
-          '--remote-auth-callback-port', String(await freePort()), '--remote-auth-timeout', '5s'],
+        [
+          'busy',
+          '--target-uri',
+          upstream.url,
+          '--port',
+          String(port),
+          '--remote-auth',
+          '--remote-auth-issuer',
+          idp.issuer,
+          '--remote-auth-skip-browser',
+          '--remote-auth-callback-port',
+          String(await freePort()),
+          '--remote-auth-timeout',
+          '5s',
+        ],
         await mkdtemp(join(home, 'busy-')),
       )
       runs.push(run)
       assert.equal(await run.exited, 69)
-      assert.match(run.stderr(), new RegExp(`--port: address 127\\.0\\.0\\.1:${port} is already in use`))
+      assert.match(
+        run.stderr(),
+        new RegExp(`--port: address 127\\.0\\.0\\.1:${port} is already in use`),
+      )
       assert.equal(loginUrl(run), undefined, 'no login URL was printed')
       assert.doesNotMatch(run.stderr(), /Remote authorization server|Waiting for login/)
       assert.equal(run.stdout(), '')
@@ -165,7 +237,17 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
 
   it('exits non-zero with the server error when the user denies access', async () => {
     const run = runProxy(
-      ['denied', '--target-uri', upstream.url, '--remote-auth', '--remote-auth-issuer', idp.issuer, '--remote-auth-skip-browser', '--remote-auth-callback-port', String(await freePort())],
+      [
+        'denied',
+        '--target-uri',
+        upstream.url,
+        '--remote-auth',
+        '--remote-auth-issuer',
+        idp.issuer,
+        '--remote-auth-skip-browser',
+        '--remote-auth-callback-port',
+        String(await freePort()),
+      ],
       await mkdtemp(join(home, 'denied-')),
     )
     runs.push(run)
@@ -173,7 +255,10 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
     const page = await driveLogin(url, {abort: true})
     assert.equal(page.status, 400)
     assert.equal(await run.exited, 77)
-    assert.match(run.stderr(), /Error: authorization failed: access_denied \(End-User aborted interaction\)/)
+    assert.match(
+      run.stderr(),
+      /Error: authorization failed: access_denied \(End-User aborted interaction\)/,
+    )
     // It listened during the login (503 to clients) and closed when the login failed.
     assert.match(run.stdout(), /listening on/)
   })
@@ -181,22 +266,59 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
   it('exits non-zero after --remote-auth-timeout with a clear message, releasing the callback port', async () => {
     const port = await freePort()
     const run = runProxy(
-      ['slow', '--target-uri', upstream.url, '--remote-auth', '--remote-auth-issuer', idp.issuer, '--remote-auth-skip-browser', '--remote-auth-callback-port', String(port), '--remote-auth-timeout', '1s'],
+      [
+        'slow',
+        '--target-uri',
+        upstream.url,
+        '--remote-auth',
+        '--remote-auth-issuer',
+        idp.issuer,
+        '--remote-auth-skip-browser',
+        '--remote-auth-callback-port',
+        String(port),
+        '--remote-auth-timeout',
+        '1s',
+      ],
       await mkdtemp(join(home, 'slow-')),
     )
     runs.push(run)
     assert.equal(await run.exited, 75)
     assert.match(run.stderr(), /Error: remote login did not complete within 1s/)
     const server = createServer()
-    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => resolve()))
+    await new Promise<void>((resolve, reject) =>
+      server.once('error', reject).listen(port, '127.0.0.1', () => resolve()),
+    )
     await new Promise<void>((resolve) => server.close(() => resolve()))
   })
 
   it('refuses conflicting flags before doing anything', async () => {
     const table: Array<[string[], RegExp]> = [
-      [['--remote-auth', '--remote-auth-issuer', idp.issuer, '--remote-auth-authorize-url', `${idp.issuer}/auth`, '--remote-auth-token-url', `${idp.issuer}/token`], /are alternatives/],
-      [['--remote-auth', '--remote-auth-authorize-url', `${idp.issuer}/auth`, '--remote-auth-client-id', 'x'], /--remote-auth-authorize-url needs --remote-auth-token-url/],
-      [['--remote-auth', '--remote-auth-bearer-token', 'abc'], /--remote-auth-bearer-token and --remote-auth are alternatives/],
+      [
+        [
+          '--remote-auth',
+          '--remote-auth-issuer',
+          idp.issuer,
+          '--remote-auth-authorize-url',
+          `${idp.issuer}/auth`,
+          '--remote-auth-token-url',
+          `${idp.issuer}/token`,
+        ],
+        /are alternatives/,
+      ],
+      [
+        [
+          '--remote-auth',
+          '--remote-auth-authorize-url',
+          `${idp.issuer}/auth`,
+          '--remote-auth-client-id',
+          'x',
+        ],
+        /--remote-auth-authorize-url needs --remote-auth-token-url/,
+      ],
+      [
+        ['--remote-auth', '--remote-auth-bearer-token', 'abc'],
+        /--remote-auth-bearer-token and --remote-auth are alternatives/,
+      ],
       [['--remote-auth-issuer', idp.issuer], /--remote-auth-issuer needs --remote-auth/],
     ]
     for (const [flags, message] of table) {

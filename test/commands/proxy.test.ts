@@ -20,7 +20,11 @@ interface Run {
 function run(args: string[], env: NodeJS.ProcessEnv = {}): Run {
   const child = spawn(process.execPath, [join(root, 'bin', 'dev.js'), 'proxy', ...args], {
     cwd: root,
-    env: {...process.env, ...env, TOOLGATE_REMOTE_AUTH_BEARER_TOKEN: env.TOOLGATE_REMOTE_AUTH_BEARER_TOKEN ?? ''},
+    env: {
+      ...process.env,
+      ...env,
+      TOOLGATE_REMOTE_AUTH_BEARER_TOKEN: env.TOOLGATE_REMOTE_AUTH_BEARER_TOKEN ?? '',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   children.add(child)
@@ -98,7 +102,10 @@ describe('toolgate proxy (command)', () => {
       const r = run(['--target-uri', upstream.url, '--port', String(port), 'weather'])
       const code = await r.exit
       assert.notEqual(code, 0)
-      assert.match(r.stderr(), new RegExp(`--port: address 127\\.0\\.0\\.1:${port} is already in use`))
+      assert.match(
+        r.stderr(),
+        new RegExp(`--port: address 127\\.0\\.0\\.1:${port} is already in use`),
+      )
       assert.equal(r.stdout(), '')
     } finally {
       blocker.close()
@@ -106,11 +113,45 @@ describe('toolgate proxy (command)', () => {
   })
 
   const usage: Array<[string, string[], RegExp]> = [
-    ['a bearer token together with a token file', ['--remote-auth-bearer-token', 'secret-token-value', '--remote-auth-bearer-token-file', '/tmp/x'], /cannot be used together/],
-    ['a token-exchange client secret together with its file', ['--token-exchange-url', 'https://a.test/t', '--token-exchange-client-id', 'c', '--token-exchange-client-secret', 'secret-token-value', '--token-exchange-client-secret-file', '/tmp/x'], /cannot be used together/],
-    ['an injected header with a restricted name', ['--remote-forward-headers', 'X-Forwarded-For=secret-token-value'], /X-Forwarded-For" is managed by the proxy/],
-    ['an injected header value with CR/LF', ['--remote-forward-headers', 'X-A=secret-token-value\r\nX-B: y'], /contains CR, LF or control characters/],
-    ['a JWKS URL without --oidc-issuer or --oidc-audience', ['--oidc-jwks-url', 'https://idp.test/jwks'], /--oidc-jwks-url: also set --oidc-issuer or --oidc-audience/],
+    [
+      'a bearer token together with a token file',
+      [
+        '--remote-auth-bearer-token',
+        'secret-token-value',
+        '--remote-auth-bearer-token-file',
+        '/tmp/x',
+      ],
+      /cannot be used together/,
+    ],
+    [
+      'a token-exchange client secret together with its file',
+      [
+        '--token-exchange-url',
+        'https://a.test/t',
+        '--token-exchange-client-id',
+        'c',
+        '--token-exchange-client-secret',
+        'secret-token-value',
+        '--token-exchange-client-secret-file',
+        '/tmp/x',
+      ],
+      /cannot be used together/,
+    ],
+    [
+      'an injected header with a restricted name',
+      ['--remote-forward-headers', 'X-Forwarded-For=secret-token-value'],
+      /X-Forwarded-For" is managed by the proxy/,
+    ],
+    [
+      'an injected header value with CR/LF',
+      ['--remote-forward-headers', 'X-A=secret-token-value\r\nX-B: y'],
+      /contains CR, LF or control characters/,
+    ],
+    [
+      'a JWKS URL without --oidc-issuer or --oidc-audience',
+      ['--oidc-jwks-url', 'https://idp.test/jwks'],
+      /--oidc-jwks-url: also set --oidc-issuer or --oidc-audience/,
+    ],
   ]
   for (const [what, args, pattern] of usage) {
     it(`refuses ${what} as a usage error (exit 64) without echoing secrets`, async () => {

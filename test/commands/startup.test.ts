@@ -15,7 +15,11 @@ function modulesLoadedBy(file: string): string[] {
     await import(${JSON.stringify(pathToFileURL(file).href)})
     process.stdout.write(JSON.stringify(seen))
   `
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {cwd: root, encoding: 'utf8', timeout: 60_000})
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
   assert.equal(r.status, 0, r.stderr)
   return JSON.parse(r.stdout) as string[]
 }
@@ -23,16 +27,29 @@ function modulesLoadedBy(file: string): string[] {
 describe('toolgate proxy command module', () => {
   it('does not load the proxy server, Cedar, the secrets store or the keyring until it runs', () => {
     const loaded = modulesLoadedBy(join(root, 'src', 'commands', 'proxy.ts'))
-    assert.ok(loaded.some((u) => u.endsWith('/src/commands/proxy.ts')), 'the hook saw the command itself')
+    assert.ok(
+      loaded.some((u) => u.endsWith('/src/commands/proxy.ts')),
+      'the hook saw the command itself',
+    )
     const eager = loaded.filter((u) =>
-      ['/src/lib/proxy/proxy-server.ts', '/src/lib/proxy/options.ts', '/src/lib/authz/', '/src/lib/secrets/index.ts', '@cedar-policy', '@napi-rs/keyring'].some((p) => u.includes(p)),
+      [
+        '/src/lib/proxy/proxy-server.ts',
+        '/src/lib/proxy/options.ts',
+        '/src/lib/authz/',
+        '/src/lib/secrets/index.ts',
+        '@cedar-policy',
+        '@napi-rs/keyring',
+      ].some((p) => u.includes(p)),
     )
     assert.deepEqual(eager, [])
   })
 
   it('the whole command map loads no domain library until a command runs (help and --version stay fast)', () => {
     const loaded = modulesLoadedBy(join(root, 'src', 'index.ts'))
-    assert.ok(loaded.some((u) => u.endsWith('/src/commands/serve.ts')), 'the hook saw the serve command')
+    assert.ok(
+      loaded.some((u) => u.endsWith('/src/commands/serve.ts')),
+      'the hook saw the serve command',
+    )
     const eager = loaded.filter((u) =>
       [
         '/src/lib/proxy/proxy-server.ts',

@@ -25,5 +25,10 @@ export function chromiumAvailable(): boolean {
 }
 
 export async function launchChromium(): Promise<Browser> {
-  return chromium.launch({executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true, timeout: 60_000})
+  return chromium.launch({
+    executablePath: CHROMIUM_PATH,
+    args: CHROMIUM_ARGS,
+    headless: true,
+    timeout: 60_000,
+  })
 }

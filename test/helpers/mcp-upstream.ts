@@ -1,5 +1,10 @@
 import {spawn, type ChildProcess} from 'node:child_process'
-import {createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http'
 import {createServer} from 'node:net'
 import {createRequire} from 'node:module'
 
@@ -135,7 +140,9 @@ export interface RecordingUpstream {
   server: Server
   requests: RecordedRequest[]
   /** Replace the responder; default answers 200 JSON `{"ok":true}`. */
-  respond: (handler: (req: IncomingMessage, res: ServerResponse, rec: RecordedRequest) => void) => void
+  respond: (
+    handler: (req: IncomingMessage, res: ServerResponse, rec: RecordedRequest) => void,
+  ) => void
   /** Resolves when the nth request (1-based) has arrived. */
   waitForRequest(n?: number, timeoutMs?: number): Promise<RecordedRequest>
   close(): Promise<void>
@@ -187,7 +194,8 @@ export async function startRecordingUpstream(): Promise<RecordingUpstream> {
     async waitForRequest(n = 1, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs
       while (requests.length < n) {
-        if (Date.now() > deadline) throw new Error(`upstream saw ${requests.length} requests, wanted ${n}`)
+        if (Date.now() > deadline)
+          throw new Error(`upstream saw ${requests.length} requests, wanted ${n}`)
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, 200)
           waiters.push(() => {

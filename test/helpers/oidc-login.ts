@@ -1,7 +1,11 @@
 import {createServer, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {createRemoteJWKSet, jwtVerify} from 'jose'
-import {startOidcProvider, type OidcProviderFixture, type OidcProviderOptions} from './oidc-provider.ts'
+import {
+  startOidcProvider,
+  type OidcProviderFixture,
+  type OidcProviderOptions,
+} from './oidc-provider.ts'
 
 /**
  * Remote-login test helpers: a real oidc-provider set up the way the remote OAuth flow needs it
@@ -17,16 +21,24 @@ export interface LoginProviderOptions extends OidcProviderOptions {
   registration?: boolean
 }
 
-export async function startLoginProvider(options: LoginProviderOptions = {}): Promise<OidcProviderFixture & {tokenRequests: () => Array<{grant: string}>}> {
+export async function startLoginProvider(
+  options: LoginProviderOptions = {},
+): Promise<OidcProviderFixture & {tokenRequests: () => Array<{grant: string}>}> {
   const grants: Array<{grant: string}> = []
   const fixture = await startOidcProvider({
     ...options,
     configure: (config) => {
       config.ttl = {...config.ttl, AccessToken: options.accessTokenTtl ?? 2, RefreshToken: 3600}
       // Refresh tokens for every code grant of a client allowed them (the default wants offline_access).
-      config.issueRefreshToken = async (_ctx: unknown, client: {grantTypeAllowed(g: string): boolean}) => client.grantTypeAllowed('refresh_token')
+      config.issueRefreshToken = async (
+        _ctx: unknown,
+        client: {grantTypeAllowed(g: string): boolean},
+      ) => client.grantTypeAllowed('refresh_token')
       config.features.registration = {enabled: options.registration !== false}
-      config.features.registrationManagement = {enabled: options.registration !== false, rotateRegistrationAccessToken: false}
+      config.features.registrationManagement = {
+        enabled: options.registration !== false,
+        rotateRegistrationAccessToken: false,
+      }
       options.configure?.(config)
     },
     setup: async (provider) => {
@@ -63,7 +75,11 @@ class CookieJar {
   }
   header(url: URL): string {
     return [...this.#cookies.entries()]
-      .filter(([, c]) => url.pathname === c.path || url.pathname.startsWith(c.path.endsWith('/') ? c.path : c.path + '/'))
+      .filter(
+        ([, c]) =>
+          url.pathname === c.path ||
+          url.pathname.startsWith(c.path.endsWith('/') ? c.path : c.path + '/'),
+      )
       .map(([key, c]) => `${key.split('\n')[0]}=${c.value}`)
       .join('; ')
   }
@@ -88,7 +104,10 @@ export interface DriveLoginResult {
  * Acts as the user's browser: follows the authorization URL through oidc-provider's real login and
  * consent pages (forms posted as a browser would) to the redirect back to the callback server.
  */
-export async function driveLogin(authorizationUrl: string, options: DriveLoginOptions = {}): Promise<DriveLoginResult> {
+export async function driveLogin(
+  authorizationUrl: string,
+  options: DriveLoginOptions = {},
+): Promise<DriveLoginResult> {
   const jar = new CookieJar()
   const start = new URL(authorizationUrl)
   const redirectUri = new URL(start.searchParams.get('redirect_uri') as string)
@@ -98,7 +117,10 @@ export async function driveLogin(authorizationUrl: string, options: DriveLoginOp
     const response = await fetch(url, {
       ...init,
       redirect: 'manual',
-      headers: {cookie: jar.header(url), ...(init.body ? {'content-type': 'application/x-www-form-urlencoded'} : {})},
+      headers: {
+        cookie: jar.header(url),
+        ...(init.body ? {'content-type': 'application/x-www-form-urlencoded'} : {}),
+      },
       signal: AbortSignal.timeout(10_000),
     })
     jar.store(response)
@@ -114,7 +136,10 @@ export async function driveLogin(authorizationUrl: string, options: DriveLoginOp
       continue
     }
     const html = await response.text()
-    if (response.status !== 200) throw new Error(`login page ${url.pathname} answered ${response.status}: ${html.slice(0, 300)}`)
+    if (response.status !== 200)
+      throw new Error(
+        `login page ${url.pathname} answered ${response.status}: ${html.slice(0, 300)}`,
+      )
     if (options.abort) {
       const abort = /href="([^"]*\/abort)"/.exec(html)?.[1]
       if (!abort) throw new Error('no abort link on the login page')
@@ -125,7 +150,10 @@ export async function driveLogin(authorizationUrl: string, options: DriveLoginOp
     const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1]
     if (!action) throw new Error(`no form on ${url.pathname}: ${html.slice(0, 300)}`)
     const body = new URLSearchParams()
-    for (const m of html.matchAll(/<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)) body.set(m[1] as string, m[2] as string)
+    for (const m of html.matchAll(
+      /<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g,
+    ))
+      body.set(m[1] as string, m[2] as string)
     if (/name="login"/.test(html)) {
       body.set('login', options.login ?? 'alice')
       body.set('password', 'any-password')
@@ -148,15 +176,28 @@ export interface ProtectedResource {
  * unexpired JWTs of the issuer for `audience`, answers 401 with an RFC 9728 challenge otherwise,
  * and publishes /.well-known/oauth-protected-resource naming the issuer.
  */
-export async function startProtectedResource(issuer: string, audience: string, options: {advertise?: 'resource_metadata' | 'realm' | 'none'} = {}): Promise<ProtectedResource> {
+export async function startProtectedResource(
+  issuer: string,
+  audience: string,
+  options: {advertise?: 'resource_metadata' | 'realm' | 'none'} = {},
+): Promise<ProtectedResource> {
   const jwks = createRemoteJWKSet(new URL(`${issuer}/jwks`))
   const calls: ProtectedResource['calls'] = []
   let base = ''
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     void (async () => {
-      if (req.url === '/.well-known/oauth-protected-resource' || req.url === '/.well-known/oauth-protected-resource/mcp') {
+      if (
+        req.url === '/.well-known/oauth-protected-resource' ||
+        req.url === '/.well-known/oauth-protected-resource/mcp'
+      ) {
         res.writeHead(200, {'content-type': 'application/json'})
-        res.end(JSON.stringify({resource: audience, authorization_servers: [issuer], bearer_methods_supported: ['header']}))
+        res.end(
+          JSON.stringify({
+            resource: audience,
+            authorization_servers: [issuer],
+            bearer_methods_supported: ['header'],
+          }),
+        )
         return
       }
       const auth = req.headers.authorization
@@ -224,7 +265,11 @@ export function recordingUser(options: DriveLoginOptions & {act?: boolean} = {})
     sink: (e) => {
       user.events.push(e as RecordingUser['events'][number])
       const url = (e as {url?: string}).url
-      if (options.act !== false && url && (e.event === 'login_url' || e.event === 'browser_opening')) {
+      if (
+        options.act !== false &&
+        url &&
+        (e.event === 'login_url' || e.event === 'browser_opening')
+      ) {
         const done = driveLogin(url, options)
         done.catch(() => {})
         user.logins.push(done)

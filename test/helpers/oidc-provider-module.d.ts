@@ -10,13 +10,21 @@ declare module 'oidc-provider' {
   export default class Provider {
     constructor(issuer: string, configuration?: Configuration)
     readonly issuer: string
-    callback(): (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void
-    registerGrantType(name: string, handler: Any, params?: string | string[] | Set<string>, dupes?: string | string[] | Set<string>): void
+    callback(): (
+      req: import('node:http').IncomingMessage,
+      res: import('node:http').ServerResponse,
+    ) => void
+    registerGrantType(
+      name: string,
+      handler: Any,
+      params?: string | string[] | Set<string>,
+      dupes?: string | string[] | Set<string>,
+    ): void
     on(event: string, listener: (...args: Any[]) => void): this
     readonly Client: Any
     readonly Grant: Any
     readonly AccessToken: Any
-    readonly ResourceServer: Any
+    readonly ResourceServer: Any;
     [key: string]: Any
   }
 }

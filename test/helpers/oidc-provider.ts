@@ -89,17 +89,26 @@ async function newKey(alg: NonNullable<OidcProviderOptions['alg']>): Promise<JWK
   return {...jwk, kid: randomUUID(), alg, use: 'sig'}
 }
 
-export async function startOidcProvider(options: OidcProviderOptions = {}): Promise<OidcProviderFixture> {
+export async function startOidcProvider(
+  options: OidcProviderOptions = {},
+): Promise<OidcProviderFixture> {
   const audience = options.audience ?? 'api://toolgate'
   const alg = options.alg ?? 'RS256'
-  const client = {clientId: `client-${randomUUID().slice(0, 8)}`, clientSecret: randomUUID() + randomUUID()}
+  const client = {
+    clientId: `client-${randomUUID().slice(0, 8)}`,
+    clientSecret: randomUUID() + randomUUID(),
+  }
   let keys: JWK[] = [await newKey(alg)]
   let provider: Provider | undefined
   const requests: OidcProviderFixture['requests'] = []
   const claimsByToken = new WeakMap<object, Record<string, unknown>>()
 
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    requests.push({method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization})
+    requests.push({
+      method: req.method ?? '',
+      path: req.url ?? '',
+      authorization: req.headers.authorization,
+    })
     if (!provider) {
       res.writeHead(503).end()
       return
@@ -108,7 +117,9 @@ export async function startOidcProvider(options: OidcProviderOptions = {}): Prom
   })
   const port = await new Promise<number>((resolve, reject) => {
     server.once('error', reject)
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port))
+    server.listen(options.port ?? 0, '127.0.0.1', () =>
+      resolve((server.address() as AddressInfo).port),
+    )
   })
   const issuer = `http://127.0.0.1:${port}`
 
@@ -126,7 +137,10 @@ export async function startOidcProvider(options: OidcProviderOptions = {}): Prom
         ...(options.clients ?? []),
       ],
       jwks: {keys: keys as never},
-      findAccount: async (_ctx: unknown, sub: string) => ({accountId: sub, claims: async () => ({sub, email: `${sub}@example.test`})}),
+      findAccount: async (_ctx: unknown, sub: string) => ({
+        accountId: sub,
+        claims: async () => ({sub, email: `${sub}@example.test`}),
+      }),
       features: {
         devInteractions: {enabled: true},
         clientCredentials: {enabled: true},
@@ -135,19 +149,27 @@ export async function startOidcProvider(options: OidcProviderOptions = {}): Prom
         registration: {enabled: true},
         resourceIndicators: {
           enabled: true,
-          defaultResource: async (_ctx: unknown, _client: unknown, oneOf?: string) => oneOf ?? audience,
+          defaultResource: async (_ctx: unknown, _client: unknown, oneOf?: string) =>
+            oneOf ?? audience,
           useGrantedResource: async () => true,
           getResourceServerInfo: async (_ctx: unknown, resource: string) =>
             resource === OPAQUE_RESOURCE
               ? {audience, accessTokenFormat: 'opaque', scope: 'openid profile read write'}
-              : {audience: resource, accessTokenFormat: 'jwt', scope: 'openid profile read write', jwt: {sign: {alg}}},
+              : {
+                  audience: resource,
+                  accessTokenFormat: 'jwt',
+                  scope: 'openid profile read write',
+                  jwt: {sign: {alg}},
+                },
         },
       },
       // oidc-provider replaces a token's `extra` with this function's result, so per-token claims
       // given to issueAccessToken are looked up here by token and merged over the fixed ones.
       extraTokenClaims: async (_ctx: unknown, token: object) => {
         const perToken = claimsByToken.get(token)
-        return options.extraTokenClaims || perToken ? {...options.extraTokenClaims, ...perToken} : undefined
+        return options.extraTokenClaims || perToken
+          ? {...options.extraTokenClaims, ...perToken}
+          : undefined
       },
       pkce: {required: () => true},
       ttl: {AccessToken: 3600, ClientCredentials: 3600},
@@ -212,20 +234,27 @@ export async function startOidcProvider(options: OidcProviderOptions = {}): Prom
       const res = await fetch(`${issuer}/token`, {
         method: 'POST',
         headers: {
-          authorization: 'Basic ' + Buffer.from(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`).toString('base64'),
+          authorization:
+            'Basic ' +
+            Buffer.from(
+              `${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`,
+            ).toString('base64'),
           'content-type': 'application/x-www-form-urlencoded',
         },
         body,
       })
       const json = (await res.json()) as {access_token?: string; error?: string}
-      if (!res.ok || !json.access_token) throw new Error(`client_credentials failed: ${res.status} ${json.error ?? ''}`)
+      if (!res.ok || !json.access_token)
+        throw new Error(`client_credentials failed: ${res.status} ${json.error ?? ''}`)
       return json.access_token
     },
     async signJwt(payload, header = {}) {
       const key = keys[0] as JWK
       const {importJWK} = await import('jose')
       const k = await importJWK(key, key.alg)
-      return new SignJWT(payload).setProtectedHeader({alg: key.alg as string, kid: key.kid, typ: 'at+jwt', ...header}).sign(k)
+      return new SignJWT(payload)
+        .setProtectedHeader({alg: key.alg as string, kid: key.kid, typ: 'at+jwt', ...header})
+        .sign(k)
     },
     async rotateKeys(opts = {}) {
       const fresh = await newKey(alg)
@@ -259,6 +288,15 @@ export async function startOidcProvider(options: OidcProviderOptions = {}): Prom
  * A toolgate provider entry for a fixture: discovery through the issuer, its default audience,
  * `allowPrivateIP: true` because the fixture is on loopback. Override anything.
  */
-export function providerConfigOf(fx: OidcProviderFixture, overrides: Partial<ProviderConfig> = {}): ProviderConfig {
-  return {name: `op-${fx.port}`, issuerUrl: fx.issuer, audience: fx.audience, allowPrivateIP: true, ...overrides}
+export function providerConfigOf(
+  fx: OidcProviderFixture,
+  overrides: Partial<ProviderConfig> = {},
+): ProviderConfig {
+  return {
+    name: `op-${fx.port}`,
+    issuerUrl: fx.issuer,
+    audience: fx.audience,
+    allowPrivateIP: true,
+    ...overrides,
+  }
 }

@@ -19,7 +19,8 @@ export default class SecretSet extends BaseCommand {
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(SecretSet)
-    const {openSecretStore, promptHidden, readPipedValue} = await import('../../lib/secrets/index.ts')
+    const {openSecretStore, promptHidden, readPipedValue} =
+      await import('../../lib/secrets/index.ts')
     const store = await openSecretStore({logger: this.makeLogger(flags)})
     // Refuse a bad name or a read-only provider before asking for a value nobody can store.
     store.assertWritable(args.name, {system: flags.system})

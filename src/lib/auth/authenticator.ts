@@ -4,7 +4,11 @@ import {ToolgateError} from '../errors.ts'
 import {DEFAULT_OUTBOUND_TIMEOUT_MS} from '../http/outbound.ts'
 import type {Logger} from '../log/logger.ts'
 import {parseAuthorization} from './bearer-header.ts'
-import {createProviderValidator, type ProviderValidator, type Verdict} from './provider-validator.ts'
+import {
+  createProviderValidator,
+  type ProviderValidator,
+  type Verdict,
+} from './provider-validator.ts'
 import {createResultCache, tokenCacheKey} from './result-cache.ts'
 import type {AuthOutcome, BearerAuthenticator, OAuthConfig, ProviderConfig} from './types.ts'
 
@@ -50,7 +54,10 @@ const DESCRIPTIONS = {
  * introspection endpoint, falls back to RFC 7662 introspection. Any other token is opaque and is
  * introspected by each provider with an introspection endpoint, in order.
  */
-export function createBearerAuthenticator(config: OAuthConfig, deps: AuthenticatorDeps): BearerAuthenticator {
+export function createBearerAuthenticator(
+  config: OAuthConfig,
+  deps: AuthenticatorDeps,
+): BearerAuthenticator {
   const log = deps.logger
   const nowMs = deps.now ?? Date.now
   const where = deps.configPath ?? 'auth.oauth.providers'
@@ -75,7 +82,8 @@ export function createBearerAuthenticator(config: OAuthConfig, deps: Authenticat
     void Promise.all(validators.map((v) => v.close()))
     throw err
   }
-  if (validators.length === 0) throw new ToolgateError('ERR_CONFIG_INVALID', `${where}: at least one provider is required`)
+  if (validators.length === 0)
+    throw new ToolgateError('ERR_CONFIG_INVALID', `${where}: at least one provider is required`)
 
   const cache = createResultCache(deps.cacheMaxEntries ?? 10_000, nowMs)
   const inFlight = new Map<string, Promise<AuthOutcome>>()
@@ -86,13 +94,17 @@ export function createBearerAuthenticator(config: OAuthConfig, deps: Authenticat
       const last = health.get(v.name)
       // One warning per distinct problem per 30 s: an outage must be visible, not flood the log.
       if (!last || last.reason !== verdict.reason || nowMs() - last.at > 30_000) {
-        log.warn('identity provider unavailable; tokens it issued are refused', {provider: v.name, reason: verdict.reason})
+        log.warn('identity provider unavailable; tokens it issued are refused', {
+          provider: v.name,
+          reason: verdict.reason,
+        })
         health.set(v.name, {reason: verdict.reason, at: nowMs()})
       }
       return
     }
     if (health.delete(v.name)) log.info('identity provider reachable again', {provider: v.name})
-    if (verdict.kind === 'reject') log.debug('token rejected by provider', {provider: v.name, reason: verdict.reason})
+    if (verdict.kind === 'reject')
+      log.debug('token rejected by provider', {provider: v.name, reason: verdict.reason})
   }
 
   const validate = async (token: string, key: string): Promise<AuthOutcome> => {
@@ -103,7 +115,10 @@ export function createBearerAuthenticator(config: OAuthConfig, deps: Authenticat
         if (v.issuer !== '' && v.issuer !== shape.iss) continue
         let verdict = await v.verifyJwt(token)
         noteVerdict(v, verdict)
-        if ((verdict.kind === 'unavailable' || (verdict.kind === 'reject' && verdict.keyProblem)) && v.hasIntrospection) {
+        if (
+          (verdict.kind === 'unavailable' || (verdict.kind === 'reject' && verdict.keyProblem)) &&
+          v.hasIntrospection
+        ) {
           verdict = await v.introspect(token)
           noteVerdict(v, verdict)
         }
@@ -119,7 +134,8 @@ export function createBearerAuthenticator(config: OAuthConfig, deps: Authenticat
         if (verdict.kind === 'accept') return accept(key, verdict)
       }
     }
-    if (verdicts.length === 0) log.debug('token rejected: no provider can judge it', {shape: shape ? 'jwt' : 'opaque'})
+    if (verdicts.length === 0)
+      log.debug('token rejected: no provider can judge it', {shape: shape ? 'jwt' : 'opaque'})
     const description = verdicts.some((v) => v.kind === 'reject' && v.expired)
       ? DESCRIPTIONS.expired
       : verdicts.length > 0 && verdicts.every((v) => v.kind === 'unavailable')
@@ -130,7 +146,11 @@ export function createBearerAuthenticator(config: OAuthConfig, deps: Authenticat
 
   const accept = (key: string, verdict: Extract<Verdict, {kind: 'accept'}>): AuthOutcome => {
     cache.set(key, verdict.principal, verdict.expiresAt)
-    log.debug('token accepted', {provider: verdict.principal.provider, sub: verdict.principal.subject, via: verdict.via})
+    log.debug('token accepted', {
+      provider: verdict.principal.provider,
+      sub: verdict.principal.subject,
+      via: verdict.via,
+    })
     return {ok: true, principal: verdict.principal}
   }
 
@@ -139,7 +159,8 @@ export function createBearerAuthenticator(config: OAuthConfig, deps: Authenticat
       const header = parseAuthorization(authorization)
       if (!header.ok) return {ok: false, error: 'invalid_request', description: header.description}
       const token = header.token
-      if (token.length > maxTokenLength) return {ok: false, error: 'invalid_token', description: DESCRIPTIONS.tooLarge}
+      if (token.length > maxTokenLength)
+        return {ok: false, error: 'invalid_token', description: DESCRIPTIONS.tooLarge}
       const key = tokenCacheKey(token)
       const hit = cache.get(key)
       if (hit) return {ok: true, principal: hit}
@@ -173,7 +194,10 @@ function jwsShape(token: string): {iss: string | undefined} | undefined {
 }
 
 function checkProviderShape(p: ProviderConfig, path: string): void {
-  const bad = (field: string, why: string) => new ToolgateError('ERR_CONFIG_INVALID', `${path}.${field}: ${why}`, {details: {path: `${path}.${field}`}})
+  const bad = (field: string, why: string) =>
+    new ToolgateError('ERR_CONFIG_INVALID', `${path}.${field}: ${why}`, {
+      details: {path: `${path}.${field}`},
+    })
   if (typeof p.name !== 'string' || p.name === '') throw bad('name', 'is required')
   if (p.issuerUrl === '' && p.jwksUrl === undefined && p.introspectionUrl === undefined) {
     throw bad('issuerUrl', 'is required unless jwksUrl or introspectionUrl is set')
@@ -187,7 +211,9 @@ function checkProviderShape(p: ProviderConfig, path: string): void {
     } catch {
       throw bad(field, `"${value}" is not a URL`)
     }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw bad(field, 'must be an http(s) URL')
+    if (url.protocol !== 'https:' && url.protocol !== 'http:')
+      throw bad(field, 'must be an http(s) URL')
   }
-  if (p.clientSecretFile !== undefined && p.clientSecret !== undefined) throw bad('clientSecretFile', 'set either clientSecretFile or clientSecret, not both')
+  if (p.clientSecretFile !== undefined && p.clientSecret !== undefined)
+    throw bad('clientSecretFile', 'set either clientSecretFile or clientSecret, not both')
 }

@@ -27,12 +27,15 @@ export function checkClaims(claims: Record<string, unknown>, rules: ClaimRules):
   }
   if (rules.audience !== undefined) {
     const list = Array.isArray(aud) ? aud : [aud]
-    if (!list.some((a) => a === rules.audience)) return {ok: false, reason: 'aud does not contain the expected audience'}
+    if (!list.some((a) => a === rules.audience))
+      return {ok: false, reason: 'aud does not contain the expected audience'}
   }
-  if (typeof exp !== 'number' || !Number.isFinite(exp)) return {ok: false, reason: 'exp missing or not a number'}
+  if (typeof exp !== 'number' || !Number.isFinite(exp))
+    return {ok: false, reason: 'exp missing or not a number'}
   if (exp <= rules.now) return {ok: false, reason: 'token expired', expired: true}
   if (nbf !== undefined) {
-    if (typeof nbf !== 'number' || !Number.isFinite(nbf)) return {ok: false, reason: 'nbf not a number'}
+    if (typeof nbf !== 'number' || !Number.isFinite(nbf))
+      return {ok: false, reason: 'nbf not a number'}
     if (nbf > rules.now) return {ok: false, reason: 'token not yet valid (nbf)'}
   }
   if (typeof sub !== 'string' || sub === '') return {ok: false, reason: 'sub missing or empty'}

@@ -13,7 +13,10 @@ export interface IntrospectionCredentials {
   bearer?: string | undefined
 }
 
-export function introspectionRequest(token: string, creds: IntrospectionCredentials): {headers: Record<string, string>; body: string} {
+export function introspectionRequest(
+  token: string,
+  creds: IntrospectionCredentials,
+): {headers: Record<string, string>; body: string} {
   const headers: Record<string, string> = {
     'content-type': 'application/x-www-form-urlencoded',
     accept: 'application/json',
@@ -36,24 +39,40 @@ export type IntrospectionVerdict =
   | {kind: 'unavailable'; reason: string}
 
 /** Token types that are not a bearer access token (a refresh token must never pass as one). */
-const ACCEPTED_TOKEN_TYPES = new Set(['bearer', 'access_token', 'urn:ietf:params:oauth:token-type:access_token'])
+const ACCEPTED_TOKEN_TYPES = new Set([
+  'bearer',
+  'access_token',
+  'urn:ietf:params:oauth:token-type:access_token',
+])
 
 export function processIntrospectionResponse(
   res: JsonResponse,
   rules: {issuer: string; audience?: string | undefined; now: number},
 ): IntrospectionVerdict {
-  if (res.status !== 200) return {kind: 'unavailable', reason: `introspection answered HTTP ${res.status}`}
+  if (res.status !== 200)
+    return {kind: 'unavailable', reason: `introspection answered HTTP ${res.status}`}
   const body = res.body
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    return {kind: 'unavailable', reason: 'introspection answered something other than a JSON object'}
+    return {
+      kind: 'unavailable',
+      reason: 'introspection answered something other than a JSON object',
+    }
   }
   const claims = body as Record<string, unknown>
   // RFC 7662 §2.2: `active` is a boolean; anything but literal true is inactive.
   if (claims.active !== true) return {kind: 'reject', reason: 'introspection: token not active'}
-  if (claims.token_type !== undefined && !ACCEPTED_TOKEN_TYPES.has(String(claims.token_type).toLowerCase())) {
+  if (
+    claims.token_type !== undefined &&
+    !ACCEPTED_TOKEN_TYPES.has(String(claims.token_type).toLowerCase())
+  ) {
     return {kind: 'reject', reason: 'introspection: not a bearer access token'}
   }
   const check: ClaimCheck = checkClaims(claims, {...rules, requireIss: false})
-  if (!check.ok) return {kind: 'reject', reason: 'introspection: ' + check.reason, ...(check.expired ? {expired: true} : {})}
+  if (!check.ok)
+    return {
+      kind: 'reject',
+      reason: 'introspection: ' + check.reason,
+      ...(check.expired ? {expired: true} : {}),
+    }
   return {kind: 'accept', claims}
 }

@@ -54,7 +54,11 @@ export function createKeySource(opts: KeySourceOptions): KeySource {
       [customFetch]: (async (href: string, init: {headers: Headers; signal: AbortSignal}) => {
         const h: Record<string, string> = {}
         init.headers.forEach((v, k) => (h[k] = v))
-        const res = await client.fetch(href, {headers: {...h, ...headers()}, signal: init.signal, redirect: 'manual'})
+        const res = await client.fetch(href, {
+          headers: {...h, ...headers()},
+          signal: init.signal,
+          redirect: 'manual',
+        })
         return res as unknown as Response
       }) as never,
     })
@@ -64,12 +68,16 @@ export function createKeySource(opts: KeySourceOptions): KeySource {
     const url = discoveryUrlOf(opts.issuerUrl)
     const res = await opts.configured.fetchJson(url, {headers: headers()})
     const host = new URL(url).host
-    if (res.status !== 200) throw unreachable(`discovery document at ${host} answered HTTP ${res.status}`)
+    if (res.status !== 200)
+      throw unreachable(`discovery document at ${host} answered HTTP ${res.status}`)
     const doc = res.body as {issuer?: unknown; jwks_uri?: unknown} | undefined
-    if (!doc || typeof doc !== 'object') throw unreachable(`discovery document at ${host} is not a JSON object`)
+    if (!doc || typeof doc !== 'object')
+      throw unreachable(`discovery document at ${host} is not a JSON object`)
     // OpenID Connect Discovery 1.0 §4.3: the document's issuer must equal the issuer it was fetched for.
-    if (doc.issuer !== opts.issuerUrl) throw unreachable(`discovery document at ${host} names a different issuer`)
-    if (typeof doc.jwks_uri !== 'string') throw unreachable(`discovery document at ${host} has no jwks_uri`)
+    if (doc.issuer !== opts.issuerUrl)
+      throw unreachable(`discovery document at ${host} names a different issuer`)
+    if (typeof doc.jwks_uri !== 'string')
+      throw unreachable(`discovery document at ${host} has no jwks_uri`)
     let jwksUri: URL
     try {
       jwksUri = new URL(doc.jwks_uri)
@@ -77,7 +85,10 @@ export function createKeySource(opts: KeySourceOptions): KeySource {
       throw unreachable(`discovery document at ${host} has an invalid jwks_uri`)
     }
     const issuerScheme = new URL(opts.issuerUrl).protocol
-    if (jwksUri.protocol !== 'https:' && !(jwksUri.protocol === 'http:' && issuerScheme === 'http:')) {
+    if (
+      jwksUri.protocol !== 'https:' &&
+      !(jwksUri.protocol === 'http:' && issuerScheme === 'http:')
+    ) {
       throw unreachable(`discovery document at ${host} has a jwks_uri that is not https`)
     }
     return build(jwksUri, opts.learned)

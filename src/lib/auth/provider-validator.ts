@@ -10,7 +10,19 @@ import {readSecretFile, rotatingSecretFile, type RotatingSecret} from '../fs/sec
 import type {Principal, ProviderConfig} from './types.ts'
 
 /** Only asymmetric JWS algorithms (contract §1): `none` and HS* can never verify. */
-export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519']
+export const ALLOWED_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+]
 
 export type Verdict =
   | {kind: 'accept'; principal: Principal; expiresAt: number; via: 'jwt' | 'introspection'}
@@ -47,21 +59,38 @@ export interface ProviderValidator {
  * learned from discovery (`jwks_uri`) only when the configured issuer is itself on a loopback or
  * private host.
  */
-export function createProviderValidator(config: ProviderConfig, where: string, opts: ProviderValidatorOptions): ProviderValidator {
+export function createProviderValidator(
+  config: ProviderConfig,
+  where: string,
+  opts: ProviderValidatorOptions,
+): ProviderValidator {
   const label = `provider "${config.name}"`
   const clientSecret =
-    config.clientSecret ?? (config.clientSecretFile !== undefined ? readSecretFile(config.clientSecretFile, {what: `${where}.clientSecretFile (${label})`}) : undefined)
+    config.clientSecret ??
+    (config.clientSecretFile !== undefined
+      ? readSecretFile(config.clientSecretFile, {what: `${where}.clientSecretFile (${label})`})
+      : undefined)
   const authToken: RotatingSecret | undefined =
-    config.authTokenFile !== undefined ? rotatingSecretFile(config.authTokenFile, {what: `${where}.authTokenFile (${label})`}) : undefined
+    config.authTokenFile !== undefined
+      ? rotatingSecretFile(config.authTokenFile, {what: `${where}.authTokenFile (${label})`})
+      : undefined
 
-  const base = {timeoutMs: opts.timeoutMs, label, ...(config.caCertPath !== undefined ? {caCertPath: config.caCertPath} : {}), ...(opts.lookup ? {lookup: opts.lookup} : {})}
+  const base = {
+    timeoutMs: opts.timeoutMs,
+    label,
+    ...(config.caCertPath !== undefined ? {caCertPath: config.caCertPath} : {}),
+    ...(opts.lookup ? {lookup: opts.lookup} : {}),
+  }
   const allowAll = config.allowPrivateIP === true
   const trustConfigured = allowAll || config.trustConfiguredUrls === true
   const clients: OutboundClient[] = []
   const configured = createOutboundClient({...base, allowPrivateIP: trustConfigured})
   clients.push(configured)
   let learned = configured
-  if (!allowAll && !(config.trustConfiguredUrls === true && issuerOnPrivateHost(config.issuerUrl))) {
+  if (
+    !allowAll &&
+    !(config.trustConfiguredUrls === true && issuerOnPrivateHost(config.issuerUrl))
+  ) {
     learned = createOutboundClient({...base, allowPrivateIP: false})
     clients.push(learned)
   }
@@ -79,7 +108,11 @@ export function createProviderValidator(config: ProviderConfig, where: string, o
         })
       : undefined
 
-  const principalOf = (claims: Record<string, unknown>): Principal => ({provider: config.name, subject: claims.sub as string, claims})
+  const principalOf = (claims: Record<string, unknown>): Principal => ({
+    provider: config.name,
+    subject: claims.sub as string,
+    claims,
+  })
 
   return {
     name: config.name,
@@ -104,28 +137,59 @@ export function createProviderValidator(config: ProviderConfig, where: string, o
           now: opts.now(),
           requireIss: true,
         })
-        if (!check.ok) return {kind: 'reject', reason: check.reason, ...(check.expired ? {expired: true} : {})}
-        const expiresAt = Math.min((payload.exp as number) * 1000, opts.now() * 1000 + opts.jwtCacheTtlMs)
-        return {kind: 'accept', principal: principalOf(payload as Record<string, unknown>), expiresAt, via: 'jwt'}
+        if (!check.ok)
+          return {kind: 'reject', reason: check.reason, ...(check.expired ? {expired: true} : {})}
+        const expiresAt = Math.min(
+          (payload.exp as number) * 1000,
+          opts.now() * 1000 + opts.jwtCacheTtlMs,
+        )
+        return {
+          kind: 'accept',
+          principal: principalOf(payload as Record<string, unknown>),
+          expiresAt,
+          via: 'jwt',
+        }
       } catch (err) {
         return classifyJoseError(err)
       }
     },
 
     async introspect(token) {
-      if (config.introspectionUrl === undefined) return {kind: 'reject', reason: 'no introspection endpoint'}
-      const req = introspectionRequest(token, {clientId: config.clientId, clientSecret, bearer: authToken?.get()})
+      if (config.introspectionUrl === undefined)
+        return {kind: 'reject', reason: 'no introspection endpoint'}
+      const req = introspectionRequest(token, {
+        clientId: config.clientId,
+        clientSecret,
+        bearer: authToken?.get(),
+      })
       let res
       try {
-        res = await configured.fetchJson(config.introspectionUrl, {method: 'POST', headers: req.headers, body: req.body, maxBytes: 256 * 1024})
+        res = await configured.fetchJson(config.introspectionUrl, {
+          method: 'POST',
+          headers: req.headers,
+          body: req.body,
+          maxBytes: 256 * 1024,
+        })
       } catch (err) {
-        return {kind: 'unavailable', reason: isToolgateError(err) ? err.message : 'introspection request failed'}
+        return {
+          kind: 'unavailable',
+          reason: isToolgateError(err) ? err.message : 'introspection request failed',
+        }
       }
-      const verdict = processIntrospectionResponse(res, {issuer: config.issuerUrl, audience: config.audience, now: opts.now()})
+      const verdict = processIntrospectionResponse(res, {
+        issuer: config.issuerUrl,
+        audience: config.audience,
+        now: opts.now(),
+      })
       if (verdict.kind !== 'accept') return verdict
       const exp = verdict.claims.exp as number
       const expiresAt = Math.min(exp * 1000, opts.now() * 1000 + opts.introspectionCacheTtlMs)
-      return {kind: 'accept', principal: principalOf(verdict.claims), expiresAt, via: 'introspection'}
+      return {
+        kind: 'accept',
+        principal: principalOf(verdict.claims),
+        expiresAt,
+        via: 'introspection',
+      }
     },
 
     async close() {
@@ -136,16 +200,25 @@ export function createProviderValidator(config: ProviderConfig, where: string, o
 
 function classifyJoseError(err: unknown): Verdict {
   if (isToolgateError(err)) return {kind: 'unavailable', reason: err.message}
-  if (err instanceof joseErrors.JWTExpired) return {kind: 'reject', reason: 'token expired', expired: true}
-  if (err instanceof joseErrors.JWKSTimeout) return {kind: 'unavailable', reason: 'JWKS request timed out'}
-  if (err instanceof joseErrors.JWKSInvalid) return {kind: 'unavailable', reason: 'JWKS response is not a valid key set'}
-  if (err instanceof joseErrors.JWKSNoMatchingKey) return {kind: 'reject', reason: 'no key matches the token kid/alg', keyProblem: true}
-  if (err instanceof joseErrors.JWTClaimValidationFailed) return {kind: 'reject', reason: `claim check failed: ${err.claim} ${err.reason}`}
-  if (err instanceof joseErrors.JOSEAlgNotAllowed) return {kind: 'reject', reason: 'algorithm not allowed', keyProblem: true}
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return {kind: 'reject', reason: 'signature verification failed'}
-  if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid) return {kind: 'reject', reason: 'malformed JWT'}
+  if (err instanceof joseErrors.JWTExpired)
+    return {kind: 'reject', reason: 'token expired', expired: true}
+  if (err instanceof joseErrors.JWKSTimeout)
+    return {kind: 'unavailable', reason: 'JWKS request timed out'}
+  if (err instanceof joseErrors.JWKSInvalid)
+    return {kind: 'unavailable', reason: 'JWKS response is not a valid key set'}
+  if (err instanceof joseErrors.JWKSNoMatchingKey)
+    return {kind: 'reject', reason: 'no key matches the token kid/alg', keyProblem: true}
+  if (err instanceof joseErrors.JWTClaimValidationFailed)
+    return {kind: 'reject', reason: `claim check failed: ${err.claim} ${err.reason}`}
+  if (err instanceof joseErrors.JOSEAlgNotAllowed)
+    return {kind: 'reject', reason: 'algorithm not allowed', keyProblem: true}
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed)
+    return {kind: 'reject', reason: 'signature verification failed'}
+  if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid)
+    return {kind: 'reject', reason: 'malformed JWT'}
   // ERR_JOSE_GENERIC is what jose throws for a non-200 JWKS answer.
-  if (err instanceof joseErrors.JOSEError && err.code === 'ERR_JOSE_GENERIC') return {kind: 'unavailable', reason: `JWKS fetch failed: ${err.message}`}
+  if (err instanceof joseErrors.JOSEError && err.code === 'ERR_JOSE_GENERIC')
+    return {kind: 'unavailable', reason: `JWKS fetch failed: ${err.message}`}
   if (err instanceof joseErrors.JOSEError) return {kind: 'reject', reason: err.code}
   if (err instanceof SyntaxError) return {kind: 'unavailable', reason: 'JWKS response is not JSON'}
   return {kind: 'reject', reason: 'token could not be verified'}

@@ -41,8 +41,7 @@ export interface Principal {
 export type AuthFailureKind = 'invalid_request' | 'invalid_token'
 
 export type AuthOutcome =
-  | {ok: true; principal: Principal}
-  | {ok: false; error: AuthFailureKind; description: string}
+  {ok: true; principal: Principal} | {ok: false; error: AuthFailureKind; description: string}
 
 export interface BearerAuthenticator {
   /** `authorization` is the raw header value(s) as node:http gives them (two headers → array or joined). */

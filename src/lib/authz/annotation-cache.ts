@@ -68,7 +68,10 @@ export class AnnotationCache {
       const result = isRecord(answer) ? answer.result : undefined
       if (!isRecord(result) || !Array.isArray(result.tools)) return
       seen.push(...result.tools)
-      cursor = typeof result.nextCursor === 'string' && result.nextCursor !== '' ? result.nextCursor : undefined
+      cursor =
+        typeof result.nextCursor === 'string' && result.nextCursor !== ''
+          ? result.nextCursor
+          : undefined
       if (cursor === undefined) {
         this.learn(seen, true)
         return

@@ -15,7 +15,12 @@ import {LruCache} from '../cache/lru.ts'
 import {EntityModel, type PrincipalPart, type ResourceSpec} from './entity-model.ts'
 import type {AuthzConfig} from './policy-file.ts'
 import {uidKey} from './entities-json.ts'
-import {exactResource, PermitIndex, referencedAttributes, usesResourceIdentity} from './policy-analysis.ts'
+import {
+  exactResource,
+  PermitIndex,
+  referencedAttributes,
+  usesResourceIdentity,
+} from './policy-analysis.ts'
 
 /**
  * One preparsed policy set. Policies whose scope names an exact resource (`resource == Tool::"x"`)
@@ -73,21 +78,38 @@ export class Authorizer {
     const definedTypes = new Set(config.entities.map((e) => (e.uid as {type: string}).type))
     const prepare = (suffix: string, members: number[]): PolicySubset => {
       const id = `${base}-${suffix}`
-      const problem = preparsePolicySet(id, Object.fromEntries(members.map((i) => [ids[i] as string, config.policies[ids[i] as string] as string])))
-      if (problem !== undefined) throw new ToolgateError('ERR_POLICY_INVALID', `cedar.policies: ${problem}`)
-      const identity = usesResourceIdentity(members.map((i) => asts[i] as CedarPolicyJson)) || definedTypes.size > 0
+      const problem = preparsePolicySet(
+        id,
+        Object.fromEntries(
+          members.map((i) => [ids[i] as string, config.policies[ids[i] as string] as string]),
+        ),
+      )
+      if (problem !== undefined)
+        throw new ToolgateError('ERR_POLICY_INVALID', `cedar.policies: ${problem}`)
+      const identity =
+        usesResourceIdentity(members.map((i) => asts[i] as CedarPolicyJson)) ||
+        definedTypes.size > 0
       return {id, identity}
     }
     this.#general = prepare('general', general)
     let n = 0
-    for (const [key, members] of exact) this.#byResource.set(key, prepare(`r${n++}`, [...members, ...general].sort((a, b) => a - b)))
+    for (const [key, members] of exact)
+      this.#byResource.set(
+        key,
+        prepare(
+          `r${n++}`,
+          [...members, ...general].sort((a, b) => a - b),
+        ),
+      )
     this.model = new EntityModel({
       groupClaimName: config.groupClaimName,
       roleClaimName: config.roleClaimName,
       entities: config.entities,
       referenced: referencedAttributes(asts),
     })
-    const actionHierarchy = config.entities.some((e) => (e.uid as {type?: string}).type === 'Action')
+    const actionHierarchy = config.entities.some(
+      (e) => (e.uid as {type?: string}).type === 'Action',
+    )
     this.#permits = options.prefilter === false ? undefined : new PermitIndex(asts, actionHierarchy)
     // Decisions are cached by the full Cedar request: policies and entities_json are immutable once
     // loaded, so the same request always gets the same answer (no expiry needed).
@@ -125,7 +147,10 @@ export class Authorizer {
     const hit = this.#cache.get(key)
     if (hit) return {...hit, cached: true}
     let decision: Decision
-    if (this.#permits && !this.#permits.mayPermit(request.principal, request.action, request.resource)) {
+    if (
+      this.#permits &&
+      !this.#permits.mayPermit(request.principal, request.action, request.resource)
+    ) {
       decision = {allowed: false, policies: [], errored: [], cached: false}
     } else {
       const answer = authorize(subset.id, request)

@@ -50,7 +50,10 @@ export function policyToJson(text: string): CedarPolicyJson {
 }
 
 /** Parses a policy set once into the engine's thread-local cache under `setId`. */
-export function preparsePolicySet(setId: string, policies: Record<string, string>): string | undefined {
+export function preparsePolicySet(
+  setId: string,
+  policies: Record<string, string>,
+): string | undefined {
   const answer = cedar.preparsePolicySet(setId, {staticPolicies: policies})
   return answer.type === 'success' ? undefined : firstMessage(answer.errors)
 }
@@ -67,7 +70,11 @@ export function authorize(setId: string, request: CedarRequest): CedarDecision {
     return {decision: 'deny', reasons: [], errors: [{policyId: '', message: String(err)}]}
   }
   if (answer.type !== 'success') {
-    return {decision: 'deny', reasons: [], errors: [{policyId: '', message: firstMessage(answer.errors)}]}
+    return {
+      decision: 'deny',
+      reasons: [],
+      errors: [{policyId: '', message: firstMessage(answer.errors)}],
+    }
   }
   const {decision, diagnostics} = answer.response
   return {

@@ -46,7 +46,10 @@ export function toCedarValue(value: unknown): CedarValue | undefined {
 }
 
 /** `claim_<name>` attributes for every claim with a representable value. */
-export function claimAttributes(claims: Record<string, unknown>, keep?: (name: string) => boolean): Record<string, CedarValue> {
+export function claimAttributes(
+  claims: Record<string, unknown>,
+  keep?: (name: string) => boolean,
+): Record<string, CedarValue> {
   const out: Record<string, CedarValue> = {}
   for (const [name, value] of Object.entries(claims)) {
     const attr = `claim_${name}`
@@ -61,7 +64,10 @@ export function claimAttributes(claims: Record<string, unknown>, keep?: (name: s
  * `arg_<name>` for string/number/boolean arguments; `arg_<name>_present` (true) for objects,
  * arrays and null, whose contents policies cannot inspect.
  */
-export function argumentAttributes(args: Record<string, unknown> | undefined, keep?: (name: string) => boolean): Record<string, CedarValue> {
+export function argumentAttributes(
+  args: Record<string, unknown> | undefined,
+  keep?: (name: string) => boolean,
+): Record<string, CedarValue> {
   const out: Record<string, CedarValue> = {}
   if (!args) return out
   for (const [name, value] of Object.entries(args)) {
@@ -85,7 +91,8 @@ export function resolveClaim(claims: Record<string, unknown>, name: string): unk
   if (!name.includes('.')) return undefined
   let cur: unknown = claims
   for (const part of name.split('.')) {
-    if (typeof cur !== 'object' || cur === null || Array.isArray(cur) || !Object.hasOwn(cur, part)) return undefined
+    if (typeof cur !== 'object' || cur === null || Array.isArray(cur) || !Object.hasOwn(cur, part))
+      return undefined
     cur = (cur as Record<string, unknown>)[part]
   }
   return cur
@@ -93,7 +100,8 @@ export function resolveClaim(claims: Record<string, unknown>, name: string): unk
 
 function names(value: unknown): string[] {
   if (typeof value === 'string') return value === '' ? [] : [value]
-  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string' && v !== '')
+  if (Array.isArray(value))
+    return value.filter((v): v is string => typeof v === 'string' && v !== '')
   return []
 }
 
@@ -105,7 +113,11 @@ export const DEFAULT_GROUP_CLAIMS = ['groups', 'roles', 'cognito:groups'] as con
  * `groupClaimName` when set and present, else from the first present of `groups`, `roles`,
  * `cognito:groups`; `roleClaimName` values are added too.
  */
-export function groupNames(claims: Record<string, unknown>, groupClaimName: string, roleClaimName: string): string[] {
+export function groupNames(
+  claims: Record<string, unknown>,
+  groupClaimName: string,
+  roleClaimName: string,
+): string[] {
   let groups: string[] | undefined
   if (groupClaimName !== '') {
     const v = resolveClaim(claims, groupClaimName)

@@ -6,7 +6,12 @@
  * merged by uid.
  */
 import {isRecord} from '../mcp/json-rpc.ts'
-import {checkEntities, type CedarEntity, type CedarEntityUid, type CedarValue} from './cedar-engine.ts'
+import {
+  checkEntities,
+  type CedarEntity,
+  type CedarEntityUid,
+  type CedarValue,
+} from './cedar-engine.ts'
 
 export class EntitiesJsonError extends Error {
   readonly path: string
@@ -16,7 +21,8 @@ export class EntitiesJsonError extends Error {
   }
 }
 
-const UID_TEXT = /^([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)::(?:"((?:[^"\\]|\\.)*)"|([^"]+))$/
+const UID_TEXT =
+  /^([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)::(?:"((?:[^"\\]|\\.)*)"|([^"]+))$/
 
 export function parseUid(value: unknown, path: string): CedarEntityUid {
   if (typeof value === 'string') {
@@ -26,10 +32,18 @@ export function parseUid(value: unknown, path: string): CedarEntityUid {
     return {type: m[1] as string, id}
   }
   const inner = isRecord(value) && isRecord(value.__entity) ? value.__entity : value
-  if (isRecord(inner) && typeof inner.type === 'string' && typeof inner.id === 'string' && inner.type !== '') {
+  if (
+    isRecord(inner) &&
+    typeof inner.type === 'string' &&
+    typeof inner.id === 'string' &&
+    inner.type !== ''
+  ) {
     return {type: inner.type, id: inner.id}
   }
-  throw new EntitiesJsonError(path, 'must be an entity uid: {"type": "...", "id": "..."} or Type::"id"')
+  throw new EntitiesJsonError(
+    path,
+    'must be an entity uid: {"type": "...", "id": "..."} or Type::"id"',
+  )
 }
 
 export function uidKey(uid: CedarEntityUid): string {
@@ -49,9 +63,11 @@ export function parseEntitiesJson(text: string, path = 'cedar.entities_json'): C
   const seen = new Set<string>()
   const entities = value.map((raw, i): CedarEntity => {
     const p = `${path}[${i}]`
-    if (!isRecord(raw)) throw new EntitiesJsonError(p, 'must be an object with uid, attrs and parents')
+    if (!isRecord(raw))
+      throw new EntitiesJsonError(p, 'must be an object with uid, attrs and parents')
     for (const key of Object.keys(raw)) {
-      if (!['uid', 'attrs', 'parents', 'tags'].includes(key)) throw new EntitiesJsonError(`${p}.${key}`, 'unknown field')
+      if (!['uid', 'attrs', 'parents', 'tags'].includes(key))
+        throw new EntitiesJsonError(`${p}.${key}`, 'unknown field')
     }
     const uid = parseUid(raw.uid, `${p}.uid`)
     const key = uidKey(uid)
@@ -60,7 +76,8 @@ export function parseEntitiesJson(text: string, path = 'cedar.entities_json'): C
     const attrs = raw.attrs ?? {}
     if (!isRecord(attrs)) throw new EntitiesJsonError(`${p}.attrs`, 'must be an object')
     const parentsRaw = raw.parents ?? []
-    if (!Array.isArray(parentsRaw)) throw new EntitiesJsonError(`${p}.parents`, 'must be an array of entity uids')
+    if (!Array.isArray(parentsRaw))
+      throw new EntitiesJsonError(`${p}.parents`, 'must be an array of entity uids')
     const parents = parentsRaw.map((u, j) => parseUid(u, `${p}.parents[${j}]`))
     const entity: CedarEntity = {uid, attrs: attrs as Record<string, CedarValue>, parents}
     if (raw.tags !== undefined) {
@@ -70,6 +87,7 @@ export function parseEntitiesJson(text: string, path = 'cedar.entities_json'): C
     return entity
   })
   const problem = checkEntities(entities)
-  if (problem !== undefined) throw new EntitiesJsonError(path, `Cedar rejected the entities: ${problem}`)
+  if (problem !== undefined)
+    throw new EntitiesJsonError(path, `Cedar rejected the entities: ${problem}`)
   return entities
 }

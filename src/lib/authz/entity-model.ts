@@ -20,7 +20,12 @@ export const ACTION_RESOURCE: Record<AuthzAction, ResourceType> = {
 }
 
 /** MCP tool annotations that policies may read (MCP "Tool annotations"); booleans only. */
-export const ANNOTATION_NAMES = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const
+export const ANNOTATION_NAMES = [
+  'readOnlyHint',
+  'destructiveHint',
+  'idempotentHint',
+  'openWorldHint',
+] as const
 export type ToolAnnotations = Partial<Record<(typeof ANNOTATION_NAMES)[number], boolean>>
 
 export interface ResourceSpec {
@@ -75,7 +80,10 @@ export class EntityModel {
   principal(subject: string, claims: Record<string, unknown>): PrincipalPart {
     const uid = {type: 'Client', id: subject}
     const attrs = claimAttributes(claims, this.#keep)
-    const parents = groupNames(claims, this.#groupClaim, this.#roleClaim).map((g) => ({type: 'ToolgateGroup', id: g}))
+    const parents = groupNames(claims, this.#groupClaim, this.#roleClaim).map((g) => ({
+      type: 'ToolgateGroup',
+      id: g,
+    }))
     return {
       uid,
       entity: {uid, attrs, parents},

@@ -5,13 +5,30 @@
  * denials itself with the exact JSON-RPC 403 body.
  */
 import type {Logger} from '../log/logger.ts'
-import {INVALID_REQUEST, PARSE_ERROR, isRecord, jsonRpcError, parseJsonRpcBody, type JsonRpcId} from '../mcp/json-rpc.ts'
-import type {InterceptDecision, InterceptedRequest, LocalAnswer, RequestInterceptor} from '../proxy/types.ts'
+import {
+  INVALID_REQUEST,
+  PARSE_ERROR,
+  isRecord,
+  jsonRpcError,
+  parseJsonRpcBody,
+  type JsonRpcId,
+} from '../mcp/json-rpc.ts'
+import type {
+  InterceptDecision,
+  InterceptedRequest,
+  LocalAnswer,
+  RequestInterceptor,
+} from '../proxy/types.ts'
 import {AnnotationCache} from './annotation-cache.ts'
 import {Authorizer, type AuthorizerOptions} from './authorizer.ts'
 import type {PrincipalPart, ToolAnnotations} from './entity-model.ts'
 import {filterListResult} from './list-filter.ts'
-import {listResponseTransform, streamResponseTransform, type ResponseHeaders, type ResultFilter} from './list-response.ts'
+import {
+  listResponseTransform,
+  streamResponseTransform,
+  type ResponseHeaders,
+  type ResultFilter,
+} from './list-response.ts'
 import {methodRule, type ListKind} from './method-table.ts'
 import type {AuthzConfig} from './policy-file.ts'
 
@@ -53,9 +70,16 @@ export class AuthzInterceptor implements RequestInterceptor {
   ): Promise<InterceptDecision> {
     const method = request.method.toUpperCase()
     if (BODYLESS_METHODS.has(method)) {
-      if (method !== 'GET' || !request.principal) return request.principal ? {action: 'forward'} : {action: 'answer', answer: forbiddenAnswer(undefined)}
+      if (method !== 'GET' || !request.principal)
+        return request.principal
+          ? {action: 'forward'}
+          : {action: 'answer', answer: forbiddenAnswer(undefined)}
       const principal = this.#principal(request)
-      return {action: 'forward', rewriteResponse: (_type, headers?: ResponseHeaders) => this.#streamRewriter(principal, headers)}
+      return {
+        action: 'forward',
+        rewriteResponse: (_type, headers?: ResponseHeaders) =>
+          this.#streamRewriter(principal, headers),
+      }
     }
     if (method !== 'POST') return {action: 'answer', answer: forbiddenAnswer(undefined)}
 
@@ -70,7 +94,11 @@ export class AuthzInterceptor implements RequestInterceptor {
     if (message.kind === 'response') return {action: 'forward'}
     const id = message.kind === 'request' ? message.id : undefined
     if (!request.principal) {
-      this.#logger?.info('authz decision', {decision: 'deny', reason: 'no authenticated principal', method: message.method})
+      this.#logger?.info('authz decision', {
+        decision: 'deny',
+        reason: 'no authenticated principal',
+        method: message.method,
+      })
       return {action: 'answer', answer: forbiddenAnswer(id)}
     }
     const rule = methodRule(message.method)
@@ -89,14 +117,19 @@ export class AuthzInterceptor implements RequestInterceptor {
       if (id === undefined) return {action: 'forward'} // a notification gets no answer to filter
       return {
         action: 'forward',
-        rewriteResponse: (type, headers?: ResponseHeaders) => this.#listRewriter(type, headers, id, rule.kind, principal, message.method),
+        rewriteResponse: (type, headers?: ResponseHeaders) =>
+          this.#listRewriter(type, headers, id, rule.kind, principal, message.method),
       }
     }
     const params = isRecord(message.params) ? message.params : {}
     const target = params[rule.idParam]
     const args = params.arguments
     if (typeof target !== 'string' || (args !== undefined && !isRecord(args))) {
-      this.#logger?.info('authz decision', {method: message.method, decision: 'deny', reason: `invalid params.${rule.idParam} or params.arguments`})
+      this.#logger?.info('authz decision', {
+        method: message.method,
+        decision: 'deny',
+        reason: `invalid params.${rule.idParam} or params.arguments`,
+      })
       return {action: 'answer', answer: forbiddenAnswer(id)}
     }
     let annotations: ToolAnnotations | undefined
@@ -116,7 +149,10 @@ export class AuthzInterceptor implements RequestInterceptor {
     return this.authorizer.principal(p.subject, p.claims)
   }
 
-  async #annotations(tool: string, callUpstream: (body: unknown) => Promise<unknown>): Promise<ToolAnnotations | undefined> {
+  async #annotations(
+    tool: string,
+    callUpstream: (body: unknown) => Promise<unknown>,
+  ): Promise<ToolAnnotations | undefined> {
     try {
       return await this.annotations.get(tool, (cursor) =>
         callUpstream({
@@ -128,7 +164,9 @@ export class AuthzInterceptor implements RequestInterceptor {
       )
     } catch (err) {
       // Without annotations a guarded policy does not apply: the safe direction.
-      this.#logger?.warn('authz could not list upstream tools for annotations', {error: err instanceof Error ? err.message : String(err)})
+      this.#logger?.warn('authz could not list upstream tools for annotations', {
+        error: err instanceof Error ? err.message : String(err),
+      })
       return undefined
     }
   }
@@ -152,7 +190,14 @@ export class AuthzInterceptor implements RequestInterceptor {
   // `headers` is optional: the proxy seam (ResponseRewriter) passes the content type, and the
   // response headers once it hands them over; a coded body is refused either way, since a
   // compressed body is not UTF-8 text.
-  #listRewriter(contentType: string | undefined, headers: ResponseHeaders | undefined, id: JsonRpcId, kind: ListKind, principal: PrincipalPart, method: string) {
+  #listRewriter(
+    contentType: string | undefined,
+    headers: ResponseHeaders | undefined,
+    id: JsonRpcId,
+    kind: ListKind,
+    principal: PrincipalPart,
+    method: string,
+  ) {
     return listResponseTransform(contentType, id, kind, this.#filter(principal, true), {
       headers,
       onRefused: (reason) => this.#refused(principal, method, reason),

@@ -22,10 +22,12 @@ export interface FilterOutcome {
 function itemSpec(kind: ListKind, item: unknown, index: number): ResourceSpec {
   if (!isRecord(item)) throw new MalformedListError(`${kind}[${index}] is not an object`)
   if (kind === 'resources') {
-    if (typeof item.uri !== 'string') throw new MalformedListError(`resources[${index}].uri is not a string`)
+    if (typeof item.uri !== 'string')
+      throw new MalformedListError(`resources[${index}].uri is not a string`)
     return {action: 'read_resource', id: item.uri}
   }
-  if (typeof item.name !== 'string') throw new MalformedListError(`${kind}[${index}].name is not a string`)
+  if (typeof item.name !== 'string')
+    throw new MalformedListError(`${kind}[${index}].name is not a string`)
   if (kind === 'prompts') return {action: 'get_prompt', id: item.name}
   return {action: 'call_tool', id: item.name, annotations: annotationsOf(item)}
 }
@@ -41,6 +43,8 @@ export function filterListResult(
   if (!Array.isArray(items)) throw new MalformedListError(`result.${kind} is not an array`)
   // Check every item first, so one bad item fails the whole list rather than being skipped.
   const specs = items.map((item, i) => itemSpec(kind, item, i))
-  const kept = items.filter((_, i) => authorizer.decide(principal, specs[i] as ResourceSpec, false).allowed)
+  const kept = items.filter(
+    (_, i) => authorizer.decide(principal, specs[i] as ResourceSpec, false).allowed,
+  )
   return {result: {...result, [kind]: kept}, kept: kept.length, total: items.length}
 }

@@ -43,7 +43,10 @@ function isJsonType(essence: string): boolean {
 export function contentCoding(headers: ResponseHeaders | undefined): string | undefined {
   const raw = headers?.['content-encoding']
   const value = (Array.isArray(raw) ? raw.join(',') : (raw ?? '')).toLowerCase()
-  const codings = value.split(',').map((c) => c.trim()).filter((c) => c !== '' && c !== 'identity')
+  const codings = value
+    .split(',')
+    .map((c) => c.trim())
+    .filter((c) => c !== '' && c !== 'identity')
   return codings.length > 0 ? codings.join(', ') : undefined
 }
 
@@ -57,7 +60,9 @@ function parseJson(text: string | undefined): unknown {
 }
 
 function idOf(message: unknown): JsonRpcId | null {
-  return isRecord(message) && (typeof message.id === 'string' || typeof message.id === 'number') ? message.id : null
+  return isRecord(message) && (typeof message.id === 'string' || typeof message.id === 'number')
+    ? message.id
+    : null
 }
 
 /**
@@ -66,7 +71,11 @@ function idOf(message: unknown): JsonRpcId | null {
  * (filtering only ever removes items). Returns undefined when the message holds no list.
  * Throws MalformedListError.
  */
-function filterLists(message: Record<string, unknown>, filter: ResultFilter, required?: ListKind): Record<string, unknown> | undefined {
+function filterLists(
+  message: Record<string, unknown>,
+  filter: ResultFilter,
+  required?: ListKind,
+): Record<string, unknown> | undefined {
   const result = message.result
   if (!isRecord(result)) {
     if (required) throw new MalformedListError('result is not an object')
@@ -93,7 +102,11 @@ interface Expected {
  * must hold that list (an error answer reveals no items and passes); any other message with a
  * `result` is filtered when list-shaped.
  */
-function rewriteMessage(message: unknown, filter: ResultFilter, expected: Expected | undefined): Record<string, unknown> | undefined {
+function rewriteMessage(
+  message: unknown,
+  filter: ResultFilter,
+  expected: Expected | undefined,
+): Record<string, unknown> | undefined {
   if (!isRecord(message) || !('result' in message)) return undefined
   const answer = expected !== undefined && message.id === expected.id
   return filterLists(message, filter, answer ? expected.kind : undefined)
@@ -103,7 +116,11 @@ function rewriteMessage(message: unknown, filter: ResultFilter, expected: Expect
  * One SSE event: its data may be one message or (older protocol revisions) a batch array; every
  * message in it is checked. A malformed list replaces the whole event with a JSON-RPC error.
  */
-function sseEventMapper(filter: ResultFilter, expected: Expected | undefined, onRefused?: (reason: string) => void): (ev: SseEvent) => string | undefined {
+function sseEventMapper(
+  filter: ResultFilter,
+  expected: Expected | undefined,
+  onRefused?: (reason: string) => void,
+): (ev: SseEvent) => string | undefined {
   return (ev) => {
     const value = parseJson(ev.data)
     const batch = Array.isArray(value)
@@ -116,12 +133,17 @@ function sseEventMapper(filter: ResultFilter, expected: Expected | undefined, on
         changed = true
         return replaced
       })
-      return changed ? serializeSseEvent({...ev, data: JSON.stringify(batch ? out : out[0])}) : undefined
+      return changed
+        ? serializeSseEvent({...ev, data: JSON.stringify(batch ? out : out[0])})
+        : undefined
     } catch (err) {
       if (!(err instanceof MalformedListError)) throw err
       onRefused?.(`malformed list: ${err.message}`)
       const id = !batch ? idOf(value) : (expected?.id ?? null)
-      return serializeSseEvent({...ev, data: jsonRpcError(id, INTERNAL_ERROR, MALFORMED_LIST_MESSAGE)})
+      return serializeSseEvent({
+        ...ev,
+        data: jsonRpcError(id, INTERNAL_ERROR, MALFORMED_LIST_MESSAGE),
+      })
     }
   }
 }
@@ -131,7 +153,12 @@ function sseEventMapper(filter: ResultFilter, expected: Expected | undefined, on
  * other list-shaped response on the stream is filtered too; `id:`/`event:` fields are kept
  * (resumability).
  */
-export function listSseMapper(id: JsonRpcId, kind: ListKind, filter: ResultFilter, onRefused?: (reason: string) => void): (ev: SseEvent) => string | undefined {
+export function listSseMapper(
+  id: JsonRpcId,
+  kind: ListKind,
+  filter: ResultFilter,
+  onRefused?: (reason: string) => void,
+): (ev: SseEvent) => string | undefined {
   return sseEventMapper(filter, {id, kind}, onRefused)
 }
 
@@ -140,12 +167,17 @@ export function listSseMapper(id: JsonRpcId, kind: ListKind, filter: ResultFilte
  * cannot be matched to a request, so any response whose result holds a `tools`, `prompts` or
  * `resources` key is filtered as that list (filtering only ever removes items).
  */
-export function streamSseMapper(filter: ResultFilter, onRefused?: (reason: string) => void): (ev: SseEvent) => string | undefined {
+export function streamSseMapper(
+  filter: ResultFilter,
+  onRefused?: (reason: string) => void,
+): (ev: SseEvent) => string | undefined {
   return sseEventMapper(filter, undefined, onRefused)
 }
 
 /** A whole-body transform: collects the body (bounded), then emits `map(text)` (undefined: not UTF-8 or too large). */
-function wholeBodyTransform(map: (text: string | undefined) => string): TransformStream<Uint8Array, Uint8Array> {
+function wholeBodyTransform(
+  map: (text: string | undefined) => string,
+): TransformStream<Uint8Array, Uint8Array> {
   const chunks: Uint8Array[] = []
   let size = 0
   let tooLarge = false
@@ -183,7 +215,12 @@ function replaceBody(text: string): TransformStream<Uint8Array, Uint8Array> {
 
 /** The error event that stands in for a list answer on an SSE stream. */
 function sseError(id: JsonRpcId): string {
-  return serializeSseEvent({event: 'message', id: undefined, retry: undefined, data: jsonRpcError(id, INTERNAL_ERROR, MALFORMED_LIST_MESSAGE)})
+  return serializeSseEvent({
+    event: 'message',
+    id: undefined,
+    retry: undefined,
+    data: jsonRpcError(id, INTERNAL_ERROR, MALFORMED_LIST_MESSAGE),
+  })
 }
 
 /**
@@ -205,7 +242,9 @@ export function listResponseTransform(
   const coding = contentCoding(options.headers)
   if (coding !== undefined) {
     refuse(`content-encoding ${coding}`)
-    return replaceBody(sse ? sseError(id) : jsonRpcError(id, INTERNAL_ERROR, MALFORMED_LIST_MESSAGE))
+    return replaceBody(
+      sse ? sseError(id) : jsonRpcError(id, INTERNAL_ERROR, MALFORMED_LIST_MESSAGE),
+    )
   }
   if (sse) {
     return createSseTransform(listSseMapper(id, kind, filter, refuse), {
@@ -247,7 +286,10 @@ export function listResponseTransform(
  * stream whatever its content type, so every body is mapped as SSE; a coded or non-UTF-8 body
  * fails the stream (there is no request to answer with an error).
  */
-export function streamResponseTransform(filter: ResultFilter, options: ListResponseOptions = {}): TransformStream<Uint8Array, Uint8Array> {
+export function streamResponseTransform(
+  filter: ResultFilter,
+  options: ListResponseOptions = {},
+): TransformStream<Uint8Array, Uint8Array> {
   const coding = contentCoding(options.headers)
   if (coding !== undefined) {
     options.onRefused?.(`content-encoding ${coding}`)

@@ -12,12 +12,21 @@
 import type {CedarEntityUid, CedarPolicyJson} from './cedar-engine.ts'
 import {uidKey} from './entities-json.ts'
 
-type Constraint = {op: string; entity?: unknown; entities?: unknown[]; entity_type?: string; in?: unknown; slot?: string}
+type Constraint = {
+  op: string
+  entity?: unknown
+  entities?: unknown[]
+  entity_type?: string
+  in?: unknown
+  slot?: string
+}
 
 function uidOf(value: unknown): CedarEntityUid | undefined {
   const v = (value as {__entity?: unknown})?.__entity ?? value
   const u = v as {type?: unknown; id?: unknown}
-  return typeof u?.type === 'string' && typeof u?.id === 'string' ? {type: u.type, id: u.id} : undefined
+  return typeof u?.type === 'string' && typeof u?.id === 'string'
+    ? {type: u.type, id: u.id}
+    : undefined
 }
 
 /** Collects attribute names and whether `context` is used as a whole value. */
@@ -82,8 +91,15 @@ export class PermitIndex {
     this.#actionHierarchy = actionHierarchy
     for (const p of policies) {
       if (p.effect !== 'permit') continue
-      const scope = {principal: p.principal, action: p.action, resource: p.resource} as unknown as PermitScope
-      const exact = scope.resource.op === '==' && scope.resource.slot === undefined ? uidOf(scope.resource.entity) : undefined
+      const scope = {
+        principal: p.principal,
+        action: p.action,
+        resource: p.resource,
+      } as unknown as PermitScope
+      const exact =
+        scope.resource.op === '==' && scope.resource.slot === undefined
+          ? uidOf(scope.resource.entity)
+          : undefined
       if (exact) {
         const key = uidKey(exact)
         const list = this.#byResource.get(key) ?? []
@@ -106,7 +122,12 @@ export class PermitIndex {
     return true
   }
 
-  #possible(s: PermitScope, principal: CedarEntityUid, action: CedarEntityUid, resource: CedarEntityUid): boolean {
+  #possible(
+    s: PermitScope,
+    principal: CedarEntityUid,
+    action: CedarEntityUid,
+    resource: CedarEntityUid,
+  ): boolean {
     return (
       this.#actionPossible(s.action, action) &&
       principalOrResourcePossible(s.principal, principal) &&
@@ -116,9 +137,11 @@ export class PermitIndex {
 
   /** False only when Cedar would certainly deny: no permit policy's scope can match. */
   mayPermit(principal: CedarEntityUid, action: CedarEntityUid, resource: CedarEntityUid): boolean {
-    for (const s of this.#anyResource) if (this.#possible(s, principal, action, resource)) return true
+    for (const s of this.#anyResource)
+      if (this.#possible(s, principal, action, resource)) return true
     const exact = this.#byResource.get(uidKey(resource))
-    if (exact) for (const s of exact) if (this.#possible(s, principal, action, resource)) return true
+    if (exact)
+      for (const s of exact) if (this.#possible(s, principal, action, resource)) return true
     return false
   }
 }

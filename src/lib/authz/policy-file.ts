@@ -43,12 +43,17 @@ export function validateAuthzConfig(value: unknown): AuthzConfig {
     if (!['version', 'type', 'cedar'].includes(key)) throw invalid(key, 'unknown field')
   }
   const version = value.version
-  if (typeof version !== 'string') throw invalid('version', 'is required and must be a string (for example "1.0")')
+  if (typeof version !== 'string')
+    throw invalid('version', 'is required and must be a string (for example "1.0")')
   if (!(SUPPORTED_VERSIONS as readonly string[]).includes(version)) {
-    throw invalid('version', `unsupported version "${version}" (supported: ${SUPPORTED_VERSIONS.join(', ')})`)
+    throw invalid(
+      'version',
+      `unsupported version "${version}" (supported: ${SUPPORTED_VERSIONS.join(', ')})`,
+    )
   }
   if (value.type === undefined) throw invalid('type', 'is required (cedarv1)')
-  if (value.type !== 'cedarv1') throw invalid('type', `unknown policy type ${JSON.stringify(value.type)} (supported: cedarv1)`)
+  if (value.type !== 'cedarv1')
+    throw invalid('type', `unknown policy type ${JSON.stringify(value.type)} (supported: cedarv1)`)
   const c = value.cedar
   if (!isRecord(c)) throw invalid('cedar', 'is required and must be an object')
   for (const key of Object.keys(c)) {
@@ -56,12 +61,14 @@ export function validateAuthzConfig(value: unknown): AuthzConfig {
       throw invalid(`cedar.${key}`, 'unknown field')
     }
   }
-  if (!Array.isArray(c.policies)) throw invalid('cedar.policies', 'is required and must be an array of policy strings')
+  if (!Array.isArray(c.policies))
+    throw invalid('cedar.policies', 'is required and must be an array of policy strings')
   if (c.policies.length === 0) throw invalid('cedar.policies', 'must hold at least one policy')
   const policies: Record<string, string> = {}
   c.policies.forEach((text, i) => {
     const path = `cedar.policies[${i}]`
-    if (typeof text !== 'string' || text.trim() === '') throw invalid(path, 'must be a non-empty policy string')
+    if (typeof text !== 'string' || text.trim() === '')
+      throw invalid(path, 'must be a non-empty policy string')
     const id = `policy${i}`
     const problem = checkPolicy(id, text)
     if (problem !== undefined) throw invalid(path, `policy ${i} does not parse: ${problem}`)
@@ -69,13 +76,17 @@ export function validateAuthzConfig(value: unknown): AuthzConfig {
   })
   const entitiesText = c.entities_json ?? '[]'
   if (typeof entitiesText !== 'string') {
-    throw invalid('cedar.entities_json', 'must be a string holding a JSON array (use "[]" when unused)')
+    throw invalid(
+      'cedar.entities_json',
+      'must be a string holding a JSON array (use "[]" when unused)',
+    )
   }
   let entities: CedarEntity[]
   try {
     entities = parseEntitiesJson(entitiesText)
   } catch (err) {
-    if (err instanceof EntitiesJsonError) throw invalid(err.path, err.message.slice(err.path.length + 2))
+    if (err instanceof EntitiesJsonError)
+      throw invalid(err.path, err.message.slice(err.path.length + 2))
     throw err
   }
   return {
@@ -94,9 +105,13 @@ export function parseAuthzConfigText(text: string, fileName = 'policy file'): Au
   try {
     value = fileName.toLowerCase().endsWith('.json') ? JSON.parse(text) : parseYaml(text)
   } catch (err) {
-    throw new ToolgateError('ERR_POLICY_INVALID', `${fileName}: cannot be parsed: ${(err as Error).message}`, {
-      cause: err,
-    })
+    throw new ToolgateError(
+      'ERR_POLICY_INVALID',
+      `${fileName}: cannot be parsed: ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    )
   }
   try {
     return validateAuthzConfig(value)
@@ -114,7 +129,10 @@ export async function loadAuthzConfigFile(path: string): Promise<AuthzConfig> {
   try {
     text = await readFile(path, 'utf8')
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'ERR_CONFIG_NOT_FOUND' : 'ERR_FILE_UNREADABLE'
+    const code =
+      (err as NodeJS.ErrnoException).code === 'ENOENT'
+        ? 'ERR_CONFIG_NOT_FOUND'
+        : 'ERR_FILE_UNREADABLE'
     throw new ToolgateError(code, `authorization policy file ${path} cannot be read`, {cause: err})
   }
   return parseAuthzConfigText(text, path)

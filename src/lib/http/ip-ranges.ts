@@ -83,7 +83,7 @@ function embeddedIPv4(ip: string): string | undefined {
   const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0)
   // ::ffff:a.b.c.d (RFC 4291 §2.5.5.2) and deprecated ::a.b.c.d (§2.5.5.1, not :: or ::1)
   if (zeros(0, 5) && g[5] === 0xffff) return v4(g[6]!, g[7]!)
-  if (zeros(0, 6) && (g[6] !== 0 || (g[7]! > 1))) return v4(g[6]!, g[7]!)
+  if (zeros(0, 6) && (g[6] !== 0 || g[7]! > 1)) return v4(g[6]!, g[7]!)
   // NAT64 well-known prefix 64:ff9b::/96 (RFC 6052) and 6to4 2002::/16 (RFC 3056)
   if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return v4(g[6]!, g[7]!)
   if (g[0] === 0x2002) return v4(g[1]!, g[2]!)

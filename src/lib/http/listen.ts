@@ -15,7 +15,10 @@ export function parseListenAddress(text: string, where: string): HostPort {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text.trim())
   const port = m ? Number(m[3]) : NaN
   if (!m || port > 65535) {
-    throw new ToolgateError('ERR_USAGE', `${where}: "${text}" is not a listen address (use host:port, :port or [ipv6]:port)`)
+    throw new ToolgateError(
+      'ERR_USAGE',
+      `${where}: "${text}" is not a listen address (use host:port, :port or [ipv6]:port)`,
+    )
   }
   const host = m[1] ?? m[2]
   return {host: host === '' ? undefined : host, port}
@@ -27,11 +30,29 @@ export function listen(server: Server, addr: HostPort, where: string): Promise<A
     const onError = (err: NodeJS.ErrnoException) => {
       server.off('listening', onListening)
       if (err.code === 'EADDRINUSE') {
-        reject(new ToolgateError('ERR_ADDRESS_IN_USE', `${where}: address ${addr.host ?? ''}:${addr.port} is already in use`, {cause: err}))
+        reject(
+          new ToolgateError(
+            'ERR_ADDRESS_IN_USE',
+            `${where}: address ${addr.host ?? ''}:${addr.port} is already in use`,
+            {cause: err},
+          ),
+        )
       } else if (err.code === 'EACCES') {
-        reject(new ToolgateError('ERR_ADDRESS_IN_USE', `${where}: permission denied to listen on ${addr.host ?? ''}:${addr.port}`, {cause: err}))
+        reject(
+          new ToolgateError(
+            'ERR_ADDRESS_IN_USE',
+            `${where}: permission denied to listen on ${addr.host ?? ''}:${addr.port}`,
+            {cause: err},
+          ),
+        )
       } else {
-        reject(new ToolgateError('ERR_USAGE', `${where}: cannot listen on ${addr.host ?? ''}:${addr.port}: ${err.message}`, {cause: err}))
+        reject(
+          new ToolgateError(
+            'ERR_USAGE',
+            `${where}: cannot listen on ${addr.host ?? ''}:${addr.port}: ${err.message}`,
+            {cause: err},
+          ),
+        )
       }
     }
     const onListening = () => {

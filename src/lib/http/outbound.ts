@@ -42,7 +42,10 @@ export interface OutboundClient {
   /** fetch-style call; failures are ToolgateErrors ERR_OUTBOUND_BLOCKED / _TIMEOUT / _FAILED. */
   fetch(url: string | URL, init?: OutboundRequestInit): Promise<Response>
   /** fetch + bounded body read + JSON parse, all inside the timeout. */
-  fetchJson(url: string | URL, init?: OutboundRequestInit & {maxBytes?: number}): Promise<JsonResponse>
+  fetchJson(
+    url: string | URL,
+    init?: OutboundRequestInit & {maxBytes?: number},
+  ): Promise<JsonResponse>
   readonly dispatcher: Dispatcher
   readonly timeoutMs: number
   close(): Promise<void>
@@ -61,17 +64,27 @@ const DEFAULT_MAX_BYTES = 1024 * 1024
 export function createOutboundClient(options: OutboundOptions = {}): OutboundClient {
   const timeoutMs = options.timeoutMs ?? DEFAULT_OUTBOUND_TIMEOUT_MS
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-    throw new ToolgateError('ERR_CONFIG_INVALID', `outbound timeout must be a positive number of milliseconds, got ${timeoutMs}`)
+    throw new ToolgateError(
+      'ERR_CONFIG_INVALID',
+      `outbound timeout must be a positive number of milliseconds, got ${timeoutMs}`,
+    )
   }
   let ca = options.ca
   if (options.caCertPath !== undefined) {
     try {
       ca = readFileSync(options.caCertPath, 'utf8')
     } catch (err) {
-      throw new ToolgateError('ERR_FILE_UNREADABLE', `${options.label ? options.label + ': ' : ''}caCertPath ${options.caCertPath} cannot be read`, {cause: err})
+      throw new ToolgateError(
+        'ERR_FILE_UNREADABLE',
+        `${options.label ? options.label + ': ' : ''}caCertPath ${options.caCertPath} cannot be read`,
+        {cause: err},
+      )
     }
     if (!ca.includes('-----BEGIN CERTIFICATE-----')) {
-      throw new ToolgateError('ERR_CONFIG_INVALID', `${options.label ? options.label + ': ' : ''}caCertPath ${options.caCertPath} holds no PEM certificate`)
+      throw new ToolgateError(
+        'ERR_CONFIG_INVALID',
+        `${options.label ? options.label + ': ' : ''}caCertPath ${options.caCertPath} holds no PEM certificate`,
+      )
     }
   }
   const allowPrivate = options.allowPrivateIP === true
@@ -79,7 +92,11 @@ export function createOutboundClient(options: OutboundOptions = {}): OutboundCli
   const connector = buildConnector({
     timeout: timeoutMs,
     ...(ca !== undefined ? {ca} : {}),
-    ...(allowPrivate ? (options.lookup ? {lookup: options.lookup} : {}) : {lookup: guardedLookup(baseLookup)}),
+    ...(allowPrivate
+      ? options.lookup
+        ? {lookup: options.lookup}
+        : {}
+      : {lookup: guardedLookup(baseLookup)}),
   } as buildConnector.BuildOptions)
 
   const connect: buildConnector.connector = (opts, callback) => {
@@ -99,7 +116,9 @@ export function createOutboundClient(options: OutboundOptions = {}): OutboundCli
 
   const doFetch = async (url: string | URL, init: OutboundRequestInit = {}): Promise<Response> => {
     const target = new URL(url)
-    const signal = init.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs)
+    const signal = init.signal
+      ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)])
+      : AbortSignal.timeout(timeoutMs)
     try {
       return await undiciFetch(target, {
         method: init.method ?? 'GET',
@@ -120,7 +139,9 @@ export function createOutboundClient(options: OutboundOptions = {}): OutboundCli
     fetch: doFetch,
     async fetchJson(url, init = {}) {
       const target = new URL(url)
-      const signal = init.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs)
+      const signal = init.signal
+        ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)])
+        : AbortSignal.timeout(timeoutMs)
       const res = await doFetch(target, {...init, signal})
       try {
         const text = await readLimited(res, init.maxBytes ?? DEFAULT_MAX_BYTES, target.host)
@@ -147,18 +168,29 @@ function isIpLiteral(host: string): boolean {
 
 /** Wraps a DNS lookup so that every resolved address is checked before the socket connects. */
 export function guardedLookup(base: LookupFunction): LookupFunction {
-  return ((hostname: string, options: {all?: boolean} & Record<string, unknown>, callback: (...args: unknown[]) => void) => {
-    base(hostname, {...options, all: true}, (err: NodeJS.ErrnoException | null, addresses: string | LookupAddress[]) => {
-      if (err) return callback(err)
-      const list = Array.isArray(addresses) ? addresses : [{address: addresses, family: 4}]
-      if (list.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), {code: 'ENOTFOUND'}))
-      for (const a of list) {
-        const range = blockedRange(a.address)
-        if (range !== undefined) return callback(blockedError(hostname, a.address, range))
-      }
-      if (options.all) callback(null, list)
-      else callback(null, list[0]!.address, list[0]!.family)
-    })
+  return ((
+    hostname: string,
+    options: {all?: boolean} & Record<string, unknown>,
+    callback: (...args: unknown[]) => void,
+  ) => {
+    base(
+      hostname,
+      {...options, all: true},
+      (err: NodeJS.ErrnoException | null, addresses: string | LookupAddress[]) => {
+        if (err) return callback(err)
+        const list = Array.isArray(addresses) ? addresses : [{address: addresses, family: 4}]
+        if (list.length === 0)
+          return callback(
+            Object.assign(new Error(`no address for ${hostname}`), {code: 'ENOTFOUND'}),
+          )
+        for (const a of list) {
+          const range = blockedRange(a.address)
+          if (range !== undefined) return callback(blockedError(hostname, a.address, range))
+        }
+        if (options.all) callback(null, list)
+        else callback(null, list[0]!.address, list[0]!.family)
+      },
+    )
   }) as LookupFunction
 }
 
@@ -175,7 +207,10 @@ async function readLimited(res: Response, maxBytes: number, host: string): Promi
   const declared = Number(res.headers.get('content-length'))
   if (Number.isFinite(declared) && declared > maxBytes) {
     await res.body?.cancel().catch(() => {})
-    throw new ToolgateError('ERR_OUTBOUND_FAILED', `response from ${host} exceeds ${maxBytes} bytes`)
+    throw new ToolgateError(
+      'ERR_OUTBOUND_FAILED',
+      `response from ${host} exceeds ${maxBytes} bytes`,
+    )
   }
   if (!res.body) return ''
   const chunks: Uint8Array[] = []
@@ -184,7 +219,10 @@ async function readLimited(res: Response, maxBytes: number, host: string): Promi
     size += chunk.byteLength
     if (size > maxBytes) {
       await res.body.cancel().catch(() => {})
-      throw new ToolgateError('ERR_OUTBOUND_FAILED', `response from ${host} exceeds ${maxBytes} bytes`)
+      throw new ToolgateError(
+        'ERR_OUTBOUND_FAILED',
+        `response from ${host} exceeds ${maxBytes} bytes`,
+      )
     }
     chunks.push(chunk)
   }
@@ -192,9 +230,19 @@ async function readLimited(res: Response, maxBytes: number, host: string): Promi
 }
 
 /** Maps what undici throws to one of our codes. Messages name the host, never the path or query. */
-export function toOutboundError(err: unknown, host: string, timeoutMs: number, signal?: AbortSignal): ToolgateError {
+export function toOutboundError(
+  err: unknown,
+  host: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): ToolgateError {
   const chain: unknown[] = []
-  for (let e: unknown = err; e !== undefined && e !== null && chain.length < 8; e = (e as {cause?: unknown}).cause) chain.push(e)
+  for (
+    let e: unknown = err;
+    e !== undefined && e !== null && chain.length < 8;
+    e = (e as {cause?: unknown}).cause
+  )
+    chain.push(e)
   const own = chain.find((e): e is ToolgateError => e instanceof ToolgateError)
   if (own) return own
   const codes = chain.map((e) => String((e as {code?: unknown}).code ?? ''))
@@ -202,14 +250,36 @@ export function toOutboundError(err: unknown, host: string, timeoutMs: number, s
   const timedOut =
     (signal?.aborted && (signal.reason as {name?: string} | undefined)?.name === 'TimeoutError') ||
     names.includes('TimeoutError') ||
-    codes.some((c) => c === 'UND_ERR_CONNECT_TIMEOUT' || c === 'UND_ERR_HEADERS_TIMEOUT' || c === 'UND_ERR_BODY_TIMEOUT')
+    codes.some(
+      (c) =>
+        c === 'UND_ERR_CONNECT_TIMEOUT' ||
+        c === 'UND_ERR_HEADERS_TIMEOUT' ||
+        c === 'UND_ERR_BODY_TIMEOUT',
+    )
   if (timedOut) {
-    return new ToolgateError('ERR_OUTBOUND_TIMEOUT', `outbound request to ${host} timed out after ${timeoutMs} ms`, {cause: err, details: {host}})
+    return new ToolgateError(
+      'ERR_OUTBOUND_TIMEOUT',
+      `outbound request to ${host} timed out after ${timeoutMs} ms`,
+      {cause: err, details: {host}},
+    )
   }
-  const tlsCode = codes.find((c) => /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS|ERR_SSL|HOSTNAME|ALTNAME/.test(c))
+  const tlsCode = codes.find((c) =>
+    /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS|ERR_SSL|HOSTNAME|ALTNAME/.test(c),
+  )
   if (tlsCode) {
-    return new ToolgateError('ERR_OUTBOUND_FAILED', `outbound request to ${host} failed TLS verification (${tlsCode}); check caCertPath`, {cause: err, details: {host, reason: tlsCode}})
+    return new ToolgateError(
+      'ERR_OUTBOUND_FAILED',
+      `outbound request to ${host} failed TLS verification (${tlsCode}); check caCertPath`,
+      {cause: err, details: {host, reason: tlsCode}},
+    )
   }
-  const reason = codes.find((c) => c !== '' && c !== 'undefined') ?? names.find((n) => n && n !== 'TypeError') ?? 'network error'
-  return new ToolgateError('ERR_OUTBOUND_FAILED', `outbound request to ${host} failed (${reason})`, {cause: err, details: {host, reason}})
+  const reason =
+    codes.find((c) => c !== '' && c !== 'undefined') ??
+    names.find((n) => n && n !== 'TypeError') ??
+    'network error'
+  return new ToolgateError(
+    'ERR_OUTBOUND_FAILED',
+    `outbound request to ${host} failed (${reason})`,
+    {cause: err, details: {host, reason}},
+  )
 }

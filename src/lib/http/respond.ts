@@ -14,7 +14,8 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
   let size = 0
   for await (const chunk of req) {
     size += (chunk as Buffer).length
-    if (size > limit) throw new ToolgateError('ERR_BODY_TOO_LARGE', `request body exceeds ${limit} bytes`)
+    if (size > limit)
+      throw new ToolgateError('ERR_BODY_TOO_LARGE', `request body exceeds ${limit} bytes`)
     chunks.push(chunk as Buffer)
   }
   return Buffer.concat(chunks)

@@ -29,20 +29,23 @@ export interface LoggerOptions {
 }
 
 // Field names whose values are always masked, whatever they hold.
-const SECRET_KEYS = /^(authorization|token|access_token|refresh_token|id_token|secret|client_secret|password|cookie|set-cookie|subject_token|value)$/i
+const SECRET_KEYS =
+  /^(authorization|token|access_token|refresh_token|id_token|secret|client_secret|password|cookie|set-cookie|subject_token|value)$/i
 // A JWT (three base64url segments) or a bearer credential anywhere in a string value.
 const JWT_LIKE = /\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g
 const BEARER_LIKE = /\b(Bearer|Basic)\s+[^\s"',]+/gi
 
 export function redact(key: string, value: unknown): unknown {
   if (SECRET_KEYS.test(key)) return value === undefined ? undefined : '[redacted]'
-  if (typeof value === 'string') return value.replace(JWT_LIKE, '[redacted-jwt]').replace(BEARER_LIKE, '$1 [redacted]')
+  if (typeof value === 'string')
+    return value.replace(JWT_LIKE, '[redacted-jwt]').replace(BEARER_LIKE, '$1 [redacted]')
   return value
 }
 
 function formatValue(value: unknown): string {
   if (value instanceof Error) return JSON.stringify(value.message)
-  if (typeof value === 'string') return /^[\w.:/@+-]*$/.test(value) && value !== '' ? value : JSON.stringify(value)
+  if (typeof value === 'string')
+    return /^[\w.:/@+-]*$/.test(value) && value !== '' ? value : JSON.stringify(value)
   return JSON.stringify(value) ?? String(value)
 }
 

@@ -43,35 +43,47 @@ function isId(value: unknown): value is JsonRpcId {
 
 /** Classifies one already-parsed JSON value as a JSON-RPC 2.0 message. */
 export function toJsonRpcMessage(value: unknown): ParseOutcome {
-  if (Array.isArray(value)) return {ok: false, reason: 'batch', detail: 'JSON-RPC batches are not supported'}
-  if (!isRecord(value)) return {ok: false, reason: 'invalid', detail: 'a JSON-RPC message must be an object'}
-  if (value.jsonrpc !== '2.0') return {ok: false, reason: 'invalid', detail: 'jsonrpc must be "2.0"'}
+  if (Array.isArray(value))
+    return {ok: false, reason: 'batch', detail: 'JSON-RPC batches are not supported'}
+  if (!isRecord(value))
+    return {ok: false, reason: 'invalid', detail: 'a JSON-RPC message must be an object'}
+  if (value.jsonrpc !== '2.0')
+    return {ok: false, reason: 'invalid', detail: 'jsonrpc must be "2.0"'}
   const params = value.params
   if (params !== undefined && typeof params !== 'object') {
     return {ok: false, reason: 'invalid', detail: 'params must be an object or an array'}
   }
-  if (params === null) return {ok: false, reason: 'invalid', detail: 'params must be an object or an array'}
+  if (params === null)
+    return {ok: false, reason: 'invalid', detail: 'params must be an object or an array'}
   const p = params as Record<string, unknown> | unknown[] | undefined
   if ('method' in value) {
     if (typeof value.method !== 'string' || value.method === '') {
       return {ok: false, reason: 'invalid', detail: 'method must be a non-empty string'}
     }
-    if (!('id' in value)) return {ok: true, message: {kind: 'notification', method: value.method, params: p}}
-    if (!isId(value.id)) return {ok: false, reason: 'invalid', detail: 'id must be a string or a number'}
+    if (!('id' in value))
+      return {ok: true, message: {kind: 'notification', method: value.method, params: p}}
+    if (!isId(value.id))
+      return {ok: false, reason: 'invalid', detail: 'id must be a string or a number'}
     return {ok: true, message: {kind: 'request', id: value.id, method: value.method, params: p}}
   }
   if ('result' in value || 'error' in value) {
     if (value.id !== null && !isId(value.id)) {
       return {ok: false, reason: 'invalid', detail: 'id must be a string, a number or null'}
     }
-    return {ok: true, message: {kind: 'response', id: value.id, result: value.result, error: value.error}}
+    return {
+      ok: true,
+      message: {kind: 'response', id: value.id, result: value.result, error: value.error},
+    }
   }
   return {ok: false, reason: 'invalid', detail: 'neither a request, a notification nor a response'}
 }
 
 /** Parses a request body (UTF-8 JSON text) into one JSON-RPC message. */
 export function parseJsonRpcBody(body: Uint8Array | string): ParseOutcome {
-  const text = typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8')
+  const text =
+    typeof body === 'string'
+      ? body
+      : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8')
   let value: unknown
   try {
     value = JSON.parse(text)
@@ -82,7 +94,11 @@ export function parseJsonRpcBody(body: Uint8Array | string): ParseOutcome {
 }
 
 /** Builds a JSON-RPC error response; `id` is left out when the request had none (contract §6). */
-export function jsonRpcError(id: JsonRpcId | null | undefined, code: number, message: string): string {
+export function jsonRpcError(
+  id: JsonRpcId | null | undefined,
+  code: number,
+  message: string,
+): string {
   const body: Record<string, unknown> = {jsonrpc: '2.0'}
   if (id !== undefined) body.id = id
   body.error = {code, message}

@@ -37,7 +37,8 @@ export function serializeSseEvent(ev: SseEvent): string {
   if (ev.event !== undefined) out += `event: ${stripBreaks(ev.event)}\n`
   if (ev.id !== undefined) out += `id: ${stripBreaks(ev.id)}\n`
   if (ev.retry !== undefined) out += `retry: ${stripBreaks(ev.retry)}\n`
-  if (ev.data !== undefined) for (const line of ev.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`
+  if (ev.data !== undefined)
+    for (const line of ev.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`
   return out + '\n'
 }
 
@@ -120,21 +121,32 @@ export class SseDecodeError extends Error {}
  * not UTF-8 are never passed on: decoding is strict, and `options.onUndecodable` decides what the
  * client gets instead.
  */
-export function createSseTransform(mapper: SseEventMapper, options: SseTransformOptions = {}): TransformStream<Uint8Array, Uint8Array> {
+export function createSseTransform(
+  mapper: SseEventMapper,
+  options: SseTransformOptions = {},
+): TransformStream<Uint8Array, Uint8Array> {
   const decoder = new TextDecoder('utf-8', {fatal: true})
   const encoder = new TextEncoder()
   const splitter = new SseSplitter()
   let refused = false
-  const run = (text: string, controller: TransformStreamDefaultController<Uint8Array>, final = false) => {
+  const run = (
+    text: string,
+    controller: TransformStreamDefaultController<Uint8Array>,
+    final = false,
+  ) => {
     let out = ''
-    splitter.push(text, (raw, lines) => {
-      if (lines.length === 0) {
-        out += raw
-        return
-      }
-      const replacement = mapper(parseSseFields(lines))
-      out += replacement ?? raw
-    }, final)
+    splitter.push(
+      text,
+      (raw, lines) => {
+        if (lines.length === 0) {
+          out += raw
+          return
+        }
+        const replacement = mapper(parseSseFields(lines))
+        out += replacement ?? raw
+      },
+      final,
+    )
     if (final && parseSseFields(splitter.pendingLines).data === undefined) {
       // An unterminated tail without a data line dispatches nothing, so it is harmless to pass
       // (a non-SSE error body such as `{"error":…}` keeps its text).
@@ -142,13 +154,17 @@ export function createSseTransform(mapper: SseEventMapper, options: SseTransform
     }
     if (out !== '') controller.enqueue(encoder.encode(out))
   }
-  const decode = (controller: TransformStreamDefaultController<Uint8Array>, chunk?: Uint8Array): string | undefined => {
+  const decode = (
+    controller: TransformStreamDefaultController<Uint8Array>,
+    chunk?: Uint8Array,
+  ): string | undefined => {
     try {
       return chunk ? decoder.decode(chunk, {stream: true}) : decoder.decode()
     } catch {
       refused = true
       const replacement = options.onUndecodable?.()
-      if (replacement === undefined) controller.error(new SseDecodeError('event stream is not UTF-8'))
+      if (replacement === undefined)
+        controller.error(new SseDecodeError('event stream is not UTF-8'))
       else if (replacement !== '') controller.enqueue(encoder.encode(replacement))
       return undefined
     }

@@ -64,8 +64,17 @@ export async function startCallbackServer(options: CallbackServerOptions): Promi
     }
     const state = url.searchParams.get('state')
     if (!waiter || state === null || !sameState(state, waiter.state)) {
-      options.onRejected?.(state === null ? 'callback without state' : 'callback with a state that does not match this login')
-      page(res, 400, 'Login rejected', 'This callback does not belong to the login in progress (state mismatch). Start the login again from the terminal.')
+      options.onRejected?.(
+        state === null
+          ? 'callback without state'
+          : 'callback with a state that does not match this login',
+      )
+      page(
+        res,
+        400,
+        'Login rejected',
+        'This callback does not belong to the login in progress (state mismatch). Start the login again from the terminal.',
+      )
       return
     }
     const w = waiter
@@ -84,7 +93,11 @@ export async function startCallbackServer(options: CallbackServerOptions): Promi
   })
   server.keepAliveTimeout = 1000
 
-  const info = await listen(server, {host: '127.0.0.1', port: options.port}, '--remote-auth-callback-port').catch((err: unknown) => {
+  const info = await listen(
+    server,
+    {host: '127.0.0.1', port: options.port},
+    '--remote-auth-callback-port',
+  ).catch((err: unknown) => {
     if (err instanceof ToolgateError && err.code === 'ERR_ADDRESS_IN_USE') {
       throw new ToolgateError(
         'ERR_ADDRESS_IN_USE',
@@ -116,7 +129,8 @@ export async function startCallbackServer(options: CallbackServerOptions): Promi
       })
     },
     async close() {
-      if (pending) page(pending, 503, 'Login interrupted', 'The terminal stopped waiting for this login.')
+      if (pending)
+        page(pending, 503, 'Login interrupted', 'The terminal stopped waiting for this login.')
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
         server.closeAllConnections()

@@ -16,22 +16,42 @@ export interface ClientRecord {
 }
 
 /** Picks client authentication for a confidential client: Basic unless the server only does post. */
-export function preRegisteredClient(clientId: string, clientSecret: string | undefined, as: oauth.AuthorizationServer): ClientRecord {
-  if (clientSecret === undefined) return {client_id: clientId, token_endpoint_auth_method: 'none', dynamic: false}
+export function preRegisteredClient(
+  clientId: string,
+  clientSecret: string | undefined,
+  as: oauth.AuthorizationServer,
+): ClientRecord {
+  if (clientSecret === undefined)
+    return {client_id: clientId, token_endpoint_auth_method: 'none', dynamic: false}
   const supported = as.token_endpoint_auth_methods_supported
   // RFC 8414 §2: absent means client_secret_basic.
-  const method = !supported || supported.includes('client_secret_basic') ? 'client_secret_basic' : supported.includes('client_secret_post') ? 'client_secret_post' : 'client_secret_basic'
-  return {client_id: clientId, client_secret: clientSecret, token_endpoint_auth_method: method, dynamic: false}
+  const method =
+    !supported || supported.includes('client_secret_basic')
+      ? 'client_secret_basic'
+      : supported.includes('client_secret_post')
+        ? 'client_secret_post'
+        : 'client_secret_basic'
+  return {
+    client_id: clientId,
+    client_secret: clientSecret,
+    token_endpoint_auth_method: method,
+    dynamic: false,
+  }
 }
 
 export function clientAuth(client: ClientRecord): oauth.ClientAuth {
-  if (client.client_secret === undefined || client.token_endpoint_auth_method === 'none') return oauth.None()
-  if (client.token_endpoint_auth_method === 'client_secret_post') return oauth.ClientSecretPost(client.client_secret)
+  if (client.client_secret === undefined || client.token_endpoint_auth_method === 'none')
+    return oauth.None()
+  if (client.token_endpoint_auth_method === 'client_secret_post')
+    return oauth.ClientSecretPost(client.client_secret)
   return oauth.ClientSecretBasic(client.client_secret)
 }
 
 export function oauthClient(client: ClientRecord): oauth.Client {
-  return {client_id: client.client_id, token_endpoint_auth_method: client.token_endpoint_auth_method}
+  return {
+    client_id: client.client_id,
+    token_endpoint_auth_method: client.token_endpoint_auth_method,
+  }
 }
 
 /**
@@ -41,7 +61,12 @@ export function oauthClient(client: ClientRecord): oauth.Client {
  * nothing here updates or deletes registrations, and a credential nobody uses is only a liability.
  * Logging out is deleting the saved names (docs/remote-auth.md).
  */
-export async function registerClient(server: ResolvedServer, redirectUri: string, fetch: FetchLike, clientName = 'toolgate proxy'): Promise<ClientRecord> {
+export async function registerClient(
+  server: ResolvedServer,
+  redirectUri: string,
+  fetch: FetchLike,
+  clientName = 'toolgate proxy',
+): Promise<ClientRecord> {
   const endpoint = server.as.registration_endpoint
   if (!endpoint) {
     throw new ToolgateError(
@@ -68,7 +93,12 @@ export async function registerClient(server: ResolvedServer, redirectUri: string
     throw toOAuthError(err, `client registration at ${server.as.issuer}`)
   }
   const secret = typeof registered.client_secret === 'string' ? registered.client_secret : undefined
-  const method = typeof registered.token_endpoint_auth_method === 'string' ? registered.token_endpoint_auth_method : secret ? 'client_secret_basic' : 'none'
+  const method =
+    typeof registered.token_endpoint_auth_method === 'string'
+      ? registered.token_endpoint_auth_method
+      : secret
+        ? 'client_secret_basic'
+        : 'none'
   return {
     client_id: registered.client_id,
     ...(secret ? {client_secret: secret} : {}),
@@ -83,7 +113,8 @@ export function parseClientRecord(text: string | undefined): ClientRecord | unde
   if (!text) return undefined
   try {
     const v = JSON.parse(text) as Partial<ClientRecord>
-    if (typeof v.client_id !== 'string' || typeof v.token_endpoint_auth_method !== 'string') return undefined
+    if (typeof v.client_id !== 'string' || typeof v.token_endpoint_auth_method !== 'string')
+      return undefined
     // Only the fields in use: older records also held the RFC 7592 registration access token.
     return {
       client_id: v.client_id,

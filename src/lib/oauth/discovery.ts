@@ -29,26 +29,43 @@ export interface ServerLocator {
 }
 
 /** Options for an oauth4webapi call to `url` with the given fetch (http only reaches loopback). */
-export function callOptions(url: string | URL | undefined, fetch: FetchLike): {[oauth.customFetch]: FetchLike; [oauth.allowInsecureRequests]?: boolean} {
+export function callOptions(
+  url: string | URL | undefined,
+  fetch: FetchLike,
+): {[oauth.customFetch]: FetchLike; [oauth.allowInsecureRequests]?: boolean} {
   const insecure = url !== undefined && new URL(url).protocol === 'http:'
   return {[oauth.customFetch]: fetch, ...(insecure ? {[oauth.allowInsecureRequests]: true} : {})}
 }
 
 /** Endpoints from metadata must be https, or http on a loopback host (RFC 8414 §2, RFC 8252 §8.3). */
-function checkEndpoint(as: oauth.AuthorizationServer, field: 'authorization_endpoint' | 'token_endpoint' | 'registration_endpoint', required: boolean): void {
+function checkEndpoint(
+  as: oauth.AuthorizationServer,
+  field: 'authorization_endpoint' | 'token_endpoint' | 'registration_endpoint',
+  required: boolean,
+): void {
   const value = as[field]
   if (value === undefined) {
-    if (required) throw new ToolgateError('ERR_OAUTH_FLOW', `authorization server ${as.issuer} has no ${field} in its metadata`)
+    if (required)
+      throw new ToolgateError(
+        'ERR_OAUTH_FLOW',
+        `authorization server ${as.issuer} has no ${field} in its metadata`,
+      )
     return
   }
   let url: URL
   try {
     url = new URL(value)
   } catch {
-    throw new ToolgateError('ERR_OAUTH_FLOW', `authorization server ${as.issuer}: ${field} is not a URL`)
+    throw new ToolgateError(
+      'ERR_OAUTH_FLOW',
+      `authorization server ${as.issuer}: ${field} is not a URL`,
+    )
   }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
-    throw new ToolgateError('ERR_OAUTH_FLOW', `authorization server ${as.issuer}: ${field} must use https (got ${url.origin})`)
+    throw new ToolgateError(
+      'ERR_OAUTH_FLOW',
+      `authorization server ${as.issuer}: ${field} must use https (got ${url.origin})`,
+    )
   }
 }
 
@@ -57,11 +74,17 @@ function checkEndpoint(as: oauth.AuthorizationServer, field: 'authorization_endp
  * (§3: /.well-known/oauth-authorization-server inserted before the issuer's path). oauth4webapi
  * checks that the document's `issuer` equals the one asked for (RFC 8414 §3.3, mix-up defence).
  */
-export async function discoverIssuer(issuer: URL, fetch: FetchLike): Promise<{as: oauth.AuthorizationServer; oidc: boolean}> {
+export async function discoverIssuer(
+  issuer: URL,
+  fetch: FetchLike,
+): Promise<{as: oauth.AuthorizationServer; oidc: boolean}> {
   const reasons: string[] = []
   for (const algorithm of ['oidc', 'oauth2'] as const) {
     try {
-      const response = await oauth.discoveryRequest(issuer, {algorithm, ...callOptions(issuer, fetch)})
+      const response = await oauth.discoveryRequest(issuer, {
+        algorithm,
+        ...callOptions(issuer, fetch),
+      })
       const as = await oauth.processDiscoveryResponse(issuer, response)
       checkEndpoint(as, 'authorization_endpoint', true)
       checkEndpoint(as, 'token_endpoint', true)
@@ -69,16 +92,25 @@ export async function discoverIssuer(issuer: URL, fetch: FetchLike): Promise<{as
       return {as, oidc: algorithm === 'oidc'}
     } catch (err) {
       if (err instanceof ToolgateError && err.code !== 'ERR_OAUTH_FLOW') throw err
-      reasons.push(`${algorithm === 'oidc' ? 'openid-configuration' : 'oauth-authorization-server'}: ${toOAuthError(err, 'discovery').message.replace(/^discovery failed: /, '')}`)
+      reasons.push(
+        `${algorithm === 'oidc' ? 'openid-configuration' : 'oauth-authorization-server'}: ${toOAuthError(err, 'discovery').message.replace(/^discovery failed: /, '')}`,
+      )
     }
   }
-  throw new ToolgateError('ERR_OAUTH_FLOW', `no OpenID Connect or OAuth metadata for issuer ${issuer.href} (${reasons.join('; ')})`)
+  throw new ToolgateError(
+    'ERR_OAUTH_FLOW',
+    `no OpenID Connect or OAuth metadata for issuer ${issuer.href} (${reasons.join('; ')})`,
+  )
 }
 
 /** Plain OAuth with typed endpoints: a metadata object of our own making. */
 export function explicitServer(authorizeUrl: URL, tokenUrl: URL): ResolvedServer {
   return {
-    as: {issuer: tokenUrl.origin, authorization_endpoint: authorizeUrl.href, token_endpoint: tokenUrl.href},
+    as: {
+      issuer: tokenUrl.origin,
+      authorization_endpoint: authorizeUrl.href,
+      token_endpoint: tokenUrl.href,
+    },
     oidc: false,
     learned: false,
     via: 'explicit',
@@ -92,21 +124,39 @@ export interface ProtectedResourceMetadata {
 }
 
 /** Validates an RFC 9728 §2 document; `where` names its URL in errors. */
-export function parseProtectedResourceMetadata(body: unknown, where: string): ProtectedResourceMetadata {
+export function parseProtectedResourceMetadata(
+  body: unknown,
+  where: string,
+): ProtectedResourceMetadata {
   if (!body || typeof body !== 'object' || Array.isArray(body)) {
-    throw new ToolgateError('ERR_OAUTH_FLOW', `${where}: protected resource metadata is not a JSON object`)
+    throw new ToolgateError(
+      'ERR_OAUTH_FLOW',
+      `${where}: protected resource metadata is not a JSON object`,
+    )
   }
   const doc = body as Record<string, unknown>
   const servers = doc.authorization_servers
-  if (!Array.isArray(servers) || servers.length === 0 || !servers.every((s) => typeof s === 'string')) {
-    throw new ToolgateError('ERR_OAUTH_FLOW', `${where}: authorization_servers must be a non-empty array of URLs`)
+  if (
+    !Array.isArray(servers) ||
+    servers.length === 0 ||
+    !servers.every((s) => typeof s === 'string')
+  ) {
+    throw new ToolgateError(
+      'ERR_OAUTH_FLOW',
+      `${where}: authorization_servers must be a non-empty array of URLs`,
+    )
   }
   for (const s of servers as string[]) {
     if (!URL.canParse(s) || !/^https?:$/.test(new URL(s).protocol)) {
-      throw new ToolgateError('ERR_OAUTH_FLOW', `${where}: authorization_servers contains "${s.slice(0, 100)}", not an http(s) URL`)
+      throw new ToolgateError(
+        'ERR_OAUTH_FLOW',
+        `${where}: authorization_servers contains "${s.slice(0, 100)}", not an http(s) URL`,
+      )
     }
   }
-  const scopes = Array.isArray(doc.scopes_supported) ? doc.scopes_supported.filter((s): s is string => typeof s === 'string') : undefined
+  const scopes = Array.isArray(doc.scopes_supported)
+    ? doc.scopes_supported.filter((s): s is string => typeof s === 'string')
+    : undefined
   return {
     resource: typeof doc.resource === 'string' ? doc.resource : undefined,
     authorization_servers: servers as string[],
@@ -114,8 +164,14 @@ export function parseProtectedResourceMetadata(body: unknown, where: string): Pr
   }
 }
 
-async function fetchMetadata(url: URL, fetch: FetchLike): Promise<ProtectedResourceMetadata | undefined> {
-  const response = await fetch(url.href, {headers: {accept: 'application/json'}, redirect: 'manual'})
+async function fetchMetadata(
+  url: URL,
+  fetch: FetchLike,
+): Promise<ProtectedResourceMetadata | undefined> {
+  const response = await fetch(url.href, {
+    headers: {accept: 'application/json'},
+    redirect: 'manual',
+  })
   if (response.status !== 200) {
     await response.body?.cancel()
     return undefined
@@ -126,7 +182,10 @@ async function fetchMetadata(url: URL, fetch: FetchLike): Promise<ProtectedResou
   } catch (err) {
     // An oversized body (the capped fetch of oauth-http.ts) says so rather than "not JSON".
     if (err instanceof ToolgateError) throw err
-    throw new ToolgateError('ERR_OAUTH_FLOW', `${url.href}: protected resource metadata is not JSON`)
+    throw new ToolgateError(
+      'ERR_OAUTH_FLOW',
+      `${url.href}: protected resource metadata is not JSON`,
+    )
   }
   return parseProtectedResourceMetadata(body, url.href)
 }
@@ -144,7 +203,12 @@ function scopesOf(text: string | undefined): string[] | undefined {
   return list && list.length > 0 ? list : undefined
 }
 
-async function fromIssuer(issuer: URL, fetch: FetchLike, via: DiscoveryVia, extra: Partial<ResolvedServer>): Promise<ResolvedServer> {
+async function fromIssuer(
+  issuer: URL,
+  fetch: FetchLike,
+  via: DiscoveryVia,
+  extra: Partial<ResolvedServer>,
+): Promise<ResolvedServer> {
   const {as, oidc} = await discoverIssuer(issuer, fetch)
   return {as, oidc, learned: true, via, ...extra}
 }
@@ -162,20 +226,33 @@ export async function detectFromTarget(target: URL, http: OAuthHttp): Promise<Re
     redirect: 'manual',
   })
   await probe.body?.cancel()
-  const challenge = probe.status === 401 ? bearerChallenge(probe.headers.get('www-authenticate')) : undefined
+  const challenge =
+    probe.status === 401 ? bearerChallenge(probe.headers.get('www-authenticate')) : undefined
   const challengeScopes = scopesOf(challenge?.params.scope)
 
   const metadataUrl = challenge?.params.resource_metadata
   if (metadataUrl) {
     if (!URL.canParse(metadataUrl) || !/^https?:$/.test(new URL(metadataUrl).protocol)) {
-      throw new ToolgateError('ERR_OAUTH_FLOW', `the target's WWW-Authenticate resource_metadata is not an http(s) URL`)
+      throw new ToolgateError(
+        'ERR_OAUTH_FLOW',
+        `the target's WWW-Authenticate resource_metadata is not an http(s) URL`,
+      )
     }
     const prm = await fetchMetadata(new URL(metadataUrl), http.learned)
-    if (!prm) throw new ToolgateError('ERR_OAUTH_FLOW', `the target's resource_metadata ${new URL(metadataUrl).origin}… did not answer 200`)
-    return fromIssuer(new URL(prm.authorization_servers[0] as string), http.learned, 'resource_metadata', {
-      resource: prm.resource,
-      resourceScopes: challengeScopes ?? prm.scopes_supported,
-    })
+    if (!prm)
+      throw new ToolgateError(
+        'ERR_OAUTH_FLOW',
+        `the target's resource_metadata ${new URL(metadataUrl).origin}… did not answer 200`,
+      )
+    return fromIssuer(
+      new URL(prm.authorization_servers[0] as string),
+      http.learned,
+      'resource_metadata',
+      {
+        resource: prm.resource,
+        resourceScopes: challengeScopes ?? prm.scopes_supported,
+      },
+    )
   }
 
   const realm = challenge?.params.realm
@@ -187,17 +264,25 @@ export async function detectFromTarget(target: URL, http: OAuthHttp): Promise<Re
   for (const url of wellKnownResourceMetadataUrls(target)) {
     const prm = await fetchMetadata(url, http.trusted).catch(() => undefined)
     if (prm) {
-      return fromIssuer(new URL(prm.authorization_servers[0] as string), http.learned, 'well_known', {
-        resource: prm.resource,
-        resourceScopes: challengeScopes ?? prm.scopes_supported,
-      })
+      return fromIssuer(
+        new URL(prm.authorization_servers[0] as string),
+        http.learned,
+        'well_known',
+        {
+          resource: prm.resource,
+          resourceScopes: challengeScopes ?? prm.scopes_supported,
+        },
+      )
     }
   }
   try {
     const {as, oidc} = await discoverIssuer(new URL(target.origin), http.trusted)
     return {as, oidc, learned: false, via: 'well_known', resourceScopes: challengeScopes}
   } catch (err) {
-    const asked = probe.status === 401 ? 'answered 401 but named no authorization server' : `answered ${probe.status} without a Bearer challenge`
+    const asked =
+      probe.status === 401
+        ? 'answered 401 but named no authorization server'
+        : `answered ${probe.status} without a Bearer challenge`
     throw new ToolgateError(
       'ERR_OAUTH_FLOW',
       `cannot find the target's authorization server: it ${asked}, and it publishes no OAuth metadata; pass --remote-auth-issuer or --remote-auth-authorize-url with --remote-auth-token-url`,
@@ -207,11 +292,15 @@ export async function detectFromTarget(target: URL, http: OAuthHttp): Promise<Re
 }
 
 /** Finds the authorization server by the operator's choice: issuer, explicit URLs, or detection. */
-export async function resolveServer(locator: ServerLocator, http: OAuthHttp): Promise<ResolvedServer> {
+export async function resolveServer(
+  locator: ServerLocator,
+  http: OAuthHttp,
+): Promise<ResolvedServer> {
   if (locator.issuer) {
     const {as, oidc} = await discoverIssuer(locator.issuer, http.trusted)
     return {as, oidc, learned: true, via: 'issuer'}
   }
-  if (locator.authorizeUrl && locator.tokenUrl) return explicitServer(locator.authorizeUrl, locator.tokenUrl)
+  if (locator.authorizeUrl && locator.tokenUrl)
+    return explicitServer(locator.authorizeUrl, locator.tokenUrl)
   return detectFromTarget(locator.targetUri, http)
 }

@@ -50,7 +50,10 @@ function subjectOf(tokens: oauth.TokenEndpointResponse): string | undefined {
  * nonce for OIDC), browser, code exchange. The whole flow, including registration and the code
  * exchange, is bounded by `timeoutMs`; the callback port is released on every path.
  */
-export async function interactiveLogin(settings: LoginSettings, deps: LoginDeps): Promise<LoginResult> {
+export async function interactiveLogin(
+  settings: LoginSettings,
+  deps: LoginDeps,
+): Promise<LoginResult> {
   const timeout = AbortSignal.timeout(settings.timeoutMs)
   const signal = deps.signal ? AbortSignal.any([deps.signal, timeout]) : timeout
   const callback = await startCallbackServer({
@@ -62,7 +65,10 @@ export async function interactiveLogin(settings: LoginSettings, deps: LoginDeps)
     const client = await deps.client(callback.redirectUri)
     const verifier = oauth.generateRandomCodeVerifier()
     const state = oauth.generateRandomState()
-    const nonce = deps.server.oidc && settings.scopes.includes('openid') ? oauth.generateRandomNonce() : undefined
+    const nonce =
+      deps.server.oidc && settings.scopes.includes('openid')
+        ? oauth.generateRandomNonce()
+        : undefined
     const url = buildAuthorizationUrl(deps.server, {
       clientId: client.client_id,
       redirectUri: callback.redirectUri,
@@ -78,7 +84,9 @@ export async function interactiveLogin(settings: LoginSettings, deps: LoginDeps)
       deps.progress({event: 'login_url', url: url.href, reason: 'skip_browser'})
     } else {
       deps.progress({event: 'browser_opening', url: url.href})
-      await deps.openBrowser(url.href).catch(() => deps.progress({event: 'login_url', url: url.href, reason: 'browser_failed'}))
+      await deps
+        .openBrowser(url.href)
+        .catch(() => deps.progress({event: 'login_url', url: url.href, reason: 'browser_failed'}))
     }
     deps.progress({event: 'waiting', timeout_ms: settings.timeoutMs})
 
@@ -88,30 +96,50 @@ export async function interactiveLogin(settings: LoginSettings, deps: LoginDeps)
       params = oauth.validateAuthResponse(deps.server.as, oauthClient(client), answer.params, state)
     } catch (err) {
       // RFC 6749 §4.1.2.1: the server's error and description are shown and reported.
-      const e = toOAuthError(err, 'authorization', err instanceof oauth.AuthorizationResponseError ? 'ERR_OAUTH_DENIED' : 'ERR_OAUTH_FLOW')
+      const e = toOAuthError(
+        err,
+        'authorization',
+        err instanceof oauth.AuthorizationResponseError ? 'ERR_OAUTH_DENIED' : 'ERR_OAUTH_FLOW',
+      )
       answer.finish(false, e.message)
       throw e
     }
 
     let tokens: oauth.TokenEndpointResponse
     try {
-      const response = await oauth.authorizationCodeGrantRequest(deps.server.as, oauthClient(client), clientAuth(client), params, callback.redirectUri, verifier, {
-        ...callOptions(deps.server.as.token_endpoint, deps.fetch),
-        signal,
-        // RFC 8707 §2.2: the resource is repeated on the token request.
-        ...(settings.resource ? {additionalParameters: {resource: settings.resource}} : {}),
-      })
-      tokens = await oauth.processAuthorizationCodeResponse(deps.server.as, oauthClient(client), response, {
-        expectedNonce: nonce ?? oauth.expectNoNonce,
-        requireIdToken: false,
-      })
+      const response = await oauth.authorizationCodeGrantRequest(
+        deps.server.as,
+        oauthClient(client),
+        clientAuth(client),
+        params,
+        callback.redirectUri,
+        verifier,
+        {
+          ...callOptions(deps.server.as.token_endpoint, deps.fetch),
+          signal,
+          // RFC 8707 §2.2: the resource is repeated on the token request.
+          ...(settings.resource ? {additionalParameters: {resource: settings.resource}} : {}),
+        },
+      )
+      tokens = await oauth.processAuthorizationCodeResponse(
+        deps.server.as,
+        oauthClient(client),
+        response,
+        {
+          expectedNonce: nonce ?? oauth.expectNoNonce,
+          requireIdToken: false,
+        },
+      )
     } catch (err) {
       const e = toOAuthError(err, 'code exchange at the token endpoint')
       answer.finish(false, e.message)
       throw e
     }
     const subject = subjectOf(tokens)
-    answer.finish(true, `Logged in${subject ? ` as ${subject}` : ''}. You can close this window and return to the terminal.`)
+    answer.finish(
+      true,
+      `Logged in${subject ? ` as ${subject}` : ''}. You can close this window and return to the terminal.`,
+    )
     return {client, tokens, subject}
   } catch (err) {
     if (timeout.aborted && !(err instanceof ToolgateError && err.code !== 'ERR_OAUTH_FLOW')) {

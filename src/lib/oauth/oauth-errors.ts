@@ -23,25 +23,49 @@ export function clean(text: unknown, max = 200): string | undefined {
 
 export function oauthFailure(err: unknown): OAuthFailure {
   if (err instanceof oauth.ResponseBodyError) {
-    return {error: clean(err.error, 64), description: clean(err.error_description), status: err.status}
+    return {
+      error: clean(err.error, 64),
+      description: clean(err.error_description),
+      status: err.status,
+    }
   }
   if (err instanceof oauth.AuthorizationResponseError) {
-    return {error: clean(err.error, 64), description: clean(err.error_description), status: undefined}
+    return {
+      error: clean(err.error, 64),
+      description: clean(err.error_description),
+      status: undefined,
+    }
   }
   if (err instanceof oauth.WWWAuthenticateChallengeError) {
     const c = err.cause[0]
-    return {error: clean(c?.parameters.error, 64), description: clean(c?.parameters.error_description), status: err.status}
+    return {
+      error: clean(c?.parameters.error, 64),
+      description: clean(c?.parameters.error_description),
+      status: err.status,
+    }
   }
   return {error: undefined, description: undefined, status: undefined}
 }
 
 /** `<what> failed: <error>: <description>` or the underlying reason, as a ToolgateError. */
-export function toOAuthError(err: unknown, what: string, code: ErrorCode = 'ERR_OAUTH_FLOW'): ToolgateError {
+export function toOAuthError(
+  err: unknown,
+  what: string,
+  code: ErrorCode = 'ERR_OAUTH_FLOW',
+): ToolgateError {
   if (err instanceof ToolgateError) return err
   // oauth4webapi wraps a failed body read ("failed to parse … as JSON"); the reason that matters
   // (an oversized or cut-off response, a timeout) is our own error further down the cause chain.
-  for (let e = (err as {cause?: unknown})?.cause, depth = 0; e && depth < 5; e = (e as {cause?: unknown}).cause, depth++) {
-    if (e instanceof ToolgateError) return new ToolgateError(e.code, `${what} failed: ${e.message}`, {cause: err, ...(e.details ? {details: e.details} : {})})
+  for (
+    let e = (err as {cause?: unknown})?.cause, depth = 0;
+    e && depth < 5;
+    e = (e as {cause?: unknown}).cause, depth++
+  ) {
+    if (e instanceof ToolgateError)
+      return new ToolgateError(e.code, `${what} failed: ${e.message}`, {
+        cause: err,
+        ...(e.details ? {details: e.details} : {}),
+      })
   }
   const f = oauthFailure(err)
   if (f.error) {

@@ -1,5 +1,9 @@
 import {ToolgateError} from '../errors.ts'
-import {createOutboundClient, type OutboundClient, type OutboundRequestInit} from '../http/outbound.ts'
+import {
+  createOutboundClient,
+  type OutboundClient,
+  type OutboundRequestInit,
+} from '../http/outbound.ts'
 
 /** A fetch as oauth4webapi's `customFetch` and our own requests use it. */
 export type FetchLike = (url: string, init?: RequestInit) => Promise<Response>
@@ -29,7 +33,10 @@ export interface OAuthHttpOptions {
 /** The same cap as the guarded client's fetchJson: OAuth documents and token responses are small. */
 export const DEFAULT_OAUTH_MAX_BYTES = 1024 * 1024
 
-const tooLarge = (host: string, maxBytes: number) => new ToolgateError('ERR_OUTBOUND_FAILED', `response from ${host} exceeds ${maxBytes} bytes`, {details: {host}})
+const tooLarge = (host: string, maxBytes: number) =>
+  new ToolgateError('ERR_OUTBOUND_FAILED', `response from ${host} exceeds ${maxBytes} bytes`, {
+    details: {host},
+  })
 
 /** Statuses whose Response must have a null body (Fetch standard "null body status"). */
 const NULL_BODY = new Set([101, 103, 204, 205, 304])
@@ -74,7 +81,11 @@ export function capBody(response: Response, host: string, maxBytes: number): Res
       await reader.cancel(reason).catch(() => {})
     },
   })
-  return new Response(body, {status: response.status, statusText: response.statusText, headers: response.headers})
+  return new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  })
 }
 
 function asFetch(client: OutboundClient, learned: boolean, maxBytes: number): FetchLike {
@@ -101,7 +112,9 @@ export function createOAuthHttp(options: OAuthHttpOptions): OAuthHttp {
   const timeoutMs = options.timeoutMs ?? 10_000
   const maxBytes = options.maxBytes ?? DEFAULT_OAUTH_MAX_BYTES
   const trusted = createOutboundClient({allowPrivateIP: true, timeoutMs, label: 'remote auth'})
-  const learned = options.allowPrivateLearned ? trusted : createOutboundClient({allowPrivateIP: false, timeoutMs, label: 'remote auth'})
+  const learned = options.allowPrivateLearned
+    ? trusted
+    : createOutboundClient({allowPrivateIP: false, timeoutMs, label: 'remote auth'})
   return {
     trusted: asFetch(trusted, false, maxBytes),
     learned: asFetch(learned, true, maxBytes),

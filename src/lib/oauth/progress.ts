@@ -40,7 +40,9 @@ export function describe(e: RemoteAuthEvent): string {
     case 'browser_opening':
       return `Opening browser… If it does not open, visit:\n  ${e.url}`
     case 'login_url':
-      return e.reason === 'skip_browser' ? `Open this URL in a browser to log in:\n  ${e.url}` : `Could not open a browser. Open this URL to log in:\n  ${e.url}`
+      return e.reason === 'skip_browser'
+        ? `Open this URL in a browser to log in:\n  ${e.url}`
+        : `Could not open a browser. Open this URL to log in:\n  ${e.url}`
     case 'waiting':
       return `Waiting for login (${seconds(e.timeout_ms)})…`
     case 'callback_rejected':
@@ -57,7 +59,9 @@ export function describe(e: RemoteAuthEvent): string {
 }
 
 /** Renders events for a person (stderr) or a CI shell (`json`). */
-export function createProgressRenderer(options: ProgressRendererOptions): ProgressSink & {stop(): void} {
+export function createProgressRenderer(
+  options: ProgressRendererOptions,
+): ProgressSink & {stop(): void} {
   const now = options.now ?? (() => new Date())
   let spinner: ReturnType<typeof setInterval> | undefined
   const stopSpinner = () => {

@@ -50,7 +50,9 @@ function endpointUrl(text: string, flag: string): URL {
   if (!URL.canParse(text)) throw usage(`${flag}: "${text}" is not an absolute URL`)
   const url = new URL(text)
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
-    throw usage(`${flag}: must use https (http is allowed only for loopback hosts), got ${url.protocol}//${url.host}`)
+    throw usage(
+      `${flag}: must use https (http is allowed only for loopback hosts), got ${url.protocol}//${url.host}`,
+    )
   }
   if (url.username || url.password) throw usage(`${flag}: must not carry credentials in the URL`)
   if (url.hash) throw usage(`${flag}: must not have a fragment`)
@@ -60,10 +62,13 @@ function endpointUrl(text: string, flag: string): URL {
 /** `--remote-auth-scopes a,b --remote-auth-scopes "c d"` → [a, b, c, d]. */
 export function parseScopes(value: string[] | string | undefined): string[] | undefined {
   if (value === undefined) return undefined
-  const list = (Array.isArray(value) ? value : [value]).flatMap((v) => v.split(/[\s,]+/)).filter(Boolean)
+  const list = (Array.isArray(value) ? value : [value])
+    .flatMap((v) => v.split(/[\s,]+/))
+    .filter(Boolean)
   for (const s of list) {
     // RFC 6749 §3.3 scope-token: %x21 / %x23-5B / %x5D-7E
-    if (!/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(s)) throw usage(`--remote-auth-scopes: "${s}" is not a valid scope`)
+    if (!/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(s))
+      throw usage(`--remote-auth-scopes: "${s}" is not a valid scope`)
   }
   return list
 }
@@ -77,11 +82,19 @@ export interface SecretSources {
  * started). Returns undefined when `--remote-auth` is off. Client secret precedence (spec): flag,
  * then file, then TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET.
  */
-export async function remoteAuthOptionsFromFlags(flags: RemoteAuthFlags, targetUri: string, sources: SecretSources = {}): Promise<RemoteAuthOptions | undefined> {
+export async function remoteAuthOptionsFromFlags(
+  flags: RemoteAuthFlags,
+  targetUri: string,
+  sources: SecretSources = {},
+): Promise<RemoteAuthOptions | undefined> {
   const env = sources.env ?? process.env
-  const set = (name: keyof RemoteAuthFlags) => flags[name] !== undefined && flags[name] !== false && flags[name] !== ''
+  const set = (name: keyof RemoteAuthFlags) =>
+    flags[name] !== undefined && flags[name] !== false && flags[name] !== ''
   const oauthFlags = (Object.keys(flags) as (keyof RemoteAuthFlags)[]).filter(
-    (k) => k.startsWith('remote-auth-') && !k.startsWith('remote-auth-bearer-token') && set(k) &&
+    (k) =>
+      k.startsWith('remote-auth-') &&
+      !k.startsWith('remote-auth-bearer-token') &&
+      set(k) &&
       // flags with defaults count only when changed from the default
       !(k === 'remote-auth-callback-port' && flags[k] === DEFAULT_CALLBACK_PORT) &&
       !(k === 'remote-auth-timeout' && flags[k] === DEFAULT_TIMEOUT),
@@ -97,10 +110,14 @@ export async function remoteAuthOptionsFromFlags(flags: RemoteAuthFlags, targetU
   const hasAuthorize = set('remote-auth-authorize-url')
   const hasToken = set('remote-auth-token-url')
   if (set('remote-auth-issuer') && (hasAuthorize || hasToken)) {
-    throw usage('--remote-auth-issuer and --remote-auth-authorize-url/--remote-auth-token-url are alternatives; use the issuer (OIDC discovery) or both URLs')
+    throw usage(
+      '--remote-auth-issuer and --remote-auth-authorize-url/--remote-auth-token-url are alternatives; use the issuer (OIDC discovery) or both URLs',
+    )
   }
   if (hasAuthorize !== hasToken) {
-    throw usage(`--${hasAuthorize ? 'remote-auth-authorize-url' : 'remote-auth-token-url'} needs --${hasAuthorize ? 'remote-auth-token-url' : 'remote-auth-authorize-url'} too`)
+    throw usage(
+      `--${hasAuthorize ? 'remote-auth-authorize-url' : 'remote-auth-token-url'} needs --${hasAuthorize ? 'remote-auth-token-url' : 'remote-auth-authorize-url'} too`,
+    )
   }
   const clientId = flags['remote-auth-client-id'] || undefined
   let clientSecret: string | undefined
@@ -117,21 +134,29 @@ export async function remoteAuthOptionsFromFlags(flags: RemoteAuthFlags, targetU
     clientSecret = env[CLIENT_SECRET_ENV]?.trim() || undefined
   }
   if (clientSecret !== undefined && !clientId) {
-    throw usage(`${secretFrom} needs --remote-auth-client-id (without a client id the proxy registers a public client itself)`)
+    throw usage(
+      `${secretFrom} needs --remote-auth-client-id (without a client id the proxy registers a public client itself)`,
+    )
   }
 
   const explicit = hasAuthorize && hasToken
   if (explicit && !clientId) {
-    throw usage('--remote-auth-authorize-url/--remote-auth-token-url need --remote-auth-client-id: dynamic registration needs the server metadata that only --remote-auth-issuer (or detection) provides')
+    throw usage(
+      '--remote-auth-authorize-url/--remote-auth-token-url need --remote-auth-client-id: dynamic registration needs the server metadata that only --remote-auth-issuer (or detection) provides',
+    )
   }
 
   const port = flags['remote-auth-callback-port'] ?? DEFAULT_CALLBACK_PORT
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw usage(`--remote-auth-callback-port: ${port} is not a port (0-65535)`)
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw usage(`--remote-auth-callback-port: ${port} is not a port (0-65535)`)
 
   const resource = flags['remote-auth-resource'] || undefined
   if (resource !== undefined) {
     // RFC 8707 §2: an absolute URI without a fragment.
-    if (!URL.canParse(resource) || new URL(resource).hash) throw usage(`--remote-auth-resource: "${resource}" must be an absolute URI without a fragment`)
+    if (!URL.canParse(resource) || new URL(resource).hash)
+      throw usage(
+        `--remote-auth-resource: "${resource}" must be an absolute URI without a fragment`,
+      )
   }
   const scopeParamName = flags['remote-auth-scope-param-name'] || undefined
   if (scopeParamName !== undefined && !/^[A-Za-z0-9._~-]+$/.test(scopeParamName)) {
@@ -141,20 +166,33 @@ export async function remoteAuthOptionsFromFlags(flags: RemoteAuthFlags, targetU
 
   return {
     targetUri: new URL(targetUri),
-    ...(set('remote-auth-issuer') ? {issuer: endpointUrl(flags['remote-auth-issuer'] as string, '--remote-auth-issuer')} : {}),
+    ...(set('remote-auth-issuer')
+      ? {issuer: endpointUrl(flags['remote-auth-issuer'] as string, '--remote-auth-issuer')}
+      : {}),
     ...(explicit
       ? {
-          authorizeUrl: endpointUrl(flags['remote-auth-authorize-url'] as string, '--remote-auth-authorize-url'),
-          tokenUrl: endpointUrl(flags['remote-auth-token-url'] as string, '--remote-auth-token-url'),
+          authorizeUrl: endpointUrl(
+            flags['remote-auth-authorize-url'] as string,
+            '--remote-auth-authorize-url',
+          ),
+          tokenUrl: endpointUrl(
+            flags['remote-auth-token-url'] as string,
+            '--remote-auth-token-url',
+          ),
         }
       : {}),
     ...(clientId ? {clientId} : {}),
     ...(clientSecret !== undefined ? {clientSecret} : {}),
     callbackPort: port,
-    ...(flags['remote-auth-scopes'] !== undefined ? {scopes: parseScopes(flags['remote-auth-scopes'])} : {}),
+    ...(flags['remote-auth-scopes'] !== undefined
+      ? {scopes: parseScopes(flags['remote-auth-scopes'])}
+      : {}),
     ...(scopeParamName ? {scopeParamName} : {}),
     ...(resource ? {resource} : {}),
     skipBrowser: flags['remote-auth-skip-browser'] === true,
-    timeoutMs: parseDuration(flags['remote-auth-timeout'] ?? DEFAULT_TIMEOUT, '--remote-auth-timeout'),
+    timeoutMs: parseDuration(
+      flags['remote-auth-timeout'] ?? DEFAULT_TIMEOUT,
+      '--remote-auth-timeout',
+    ),
   }
 }

@@ -16,7 +16,10 @@ export function secretTokenStore(store: SecretStore, logger?: Logger): TokenStor
     if (!isToolgateError(err)) throw err
     if (!degraded) {
       degraded = true
-      logger?.warn('the remote login is kept in memory only and will not survive a restart', {reason: err.message, code: err.code})
+      logger?.warn('the remote login is kept in memory only and will not survive a restart', {
+        reason: err.message,
+        code: err.code,
+      })
     }
   }
   return {

@@ -2,14 +2,28 @@ import * as oauth from 'oauth4webapi'
 import {ToolgateError, isToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
 import type {UpstreamTokenSource} from '../proxy/types.ts'
-import {clientAuth, oauthClient, parseClientRecord, preRegisteredClient, registerClient, type ClientRecord} from './client.ts'
+import {
+  clientAuth,
+  oauthClient,
+  parseClientRecord,
+  preRegisteredClient,
+  registerClient,
+  type ClientRecord,
+} from './client.ts'
 import {callOptions, resolveServer, type ResolvedServer} from './discovery.ts'
 import {interactiveLogin} from './login.ts'
 import type {OAuthHttp} from './oauth-http.ts'
 import {oauthErrorCode, toOAuthError} from './oauth-errors.ts'
 import type {ProgressSink} from './progress.ts'
 import {OIDC_DEFAULT_SCOPES, type RemoteAuthOptions} from './remote-auth-options.ts'
-import {grantMismatch, parseStoredRefresh, sameGrant, storeNames, type StoreNames, type TokenStore} from './token-store.ts'
+import {
+  grantMismatch,
+  parseStoredRefresh,
+  sameGrant,
+  storeNames,
+  type StoreNames,
+  type TokenStore,
+} from './token-store.ts'
 
 export interface TokenSourceDeps {
   http: OAuthHttp
@@ -32,7 +46,8 @@ interface AccessToken {
   skewMs: number
 }
 
-const noToken = (message: string, cause?: unknown) => new ToolgateError('ERR_NO_UPSTREAM_TOKEN', message, cause === undefined ? undefined : {cause})
+const noToken = (message: string, cause?: unknown) =>
+  new ToolgateError('ERR_NO_UPSTREAM_TOKEN', message, cause === undefined ? undefined : {cause})
 
 /**
  * The upstream credential of `toolgate proxy --remote-auth` (contract §3). `start()` finds the
@@ -77,7 +92,12 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
   /** Discovery, then a saved login or an interactive one. Throws when no token can be had. */
   async start(): Promise<void> {
     const server = await resolveServer(
-      {targetUri: this.#options.targetUri, issuer: this.#options.issuer, authorizeUrl: this.#options.authorizeUrl, tokenUrl: this.#options.tokenUrl},
+      {
+        targetUri: this.#options.targetUri,
+        issuer: this.#options.issuer,
+        authorizeUrl: this.#options.authorizeUrl,
+        tokenUrl: this.#options.tokenUrl,
+      },
       this.#deps.http,
     )
     this.#server = server
@@ -85,7 +105,11 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
     this.#deps.progress({event: 'discovered', issuer: server.as.issuer, via: server.via})
 
     if (this.#options.clientId) {
-      this.#client = preRegisteredClient(this.#options.clientId, this.#options.clientSecret, server.as)
+      this.#client = preRegisteredClient(
+        this.#options.clientId,
+        this.#options.clientSecret,
+        server.as,
+      )
     } else {
       const stored = await this.#deps.store.get(this.#names.client)
       this.#client = parseClientRecord(stored)
@@ -95,11 +119,19 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
       }
     }
     const saved = parseStoredRefresh(await this.#deps.store.get(this.#names.refresh))
-    if (saved && this.#client && saved.client_id === this.#client.client_id && saved.issuer === server.as.issuer) {
+    if (
+      saved &&
+      this.#client &&
+      saved.client_id === this.#client.client_id &&
+      saved.issuer === server.as.issuer
+    ) {
       if (!sameGrant(saved, this.#scopes(), this.#resource())) {
         // Reusing it would silently keep the old scopes/audience (a refresh cannot widen them,
         // RFC 6749 §6; RFC 8707 §2.2): log in again and say why.
-        this.#deps.progress({event: 'login_required', reason: grantMismatch(saved, this.#scopes(), this.#resource())})
+        this.#deps.progress({
+          event: 'login_required',
+          reason: grantMismatch(saved, this.#scopes(), this.#resource()),
+        })
       } else {
         this.#refreshToken = saved.refresh_token
         try {
@@ -119,7 +151,8 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
   }
 
   async getToken(signal?: AbortSignal): Promise<string> {
-    if (!this.#started) throw noToken('the remote login has not finished yet (see the proxy output)')
+    if (!this.#started)
+      throw noToken('the remote login has not finished yet (see the proxy output)')
     const access = this.#access
     if (access && this.#now() < access.expiresAt - access.skewMs) return access.token
     if (this.#refreshToken !== undefined) {
@@ -130,7 +163,10 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
         await this.#refreshOnce(signal)
         if (this.#access) return this.#access.token
       } catch (err) {
-        if (this.#refreshToken !== undefined) throw isToolgateError(err, 'ERR_NO_UPSTREAM_TOKEN') ? err : noToken('token refresh failed', err)
+        if (this.#refreshToken !== undefined)
+          throw isToolgateError(err, 'ERR_NO_UPSTREAM_TOKEN')
+            ? err
+            : noToken('token refresh failed', err)
         this.#backgroundLogin((err as Error).message)
         throw noToken(`no upstream token: ${(err as Error).message}`)
       }
@@ -170,7 +206,9 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
     // A caller that gives up does not cancel the shared refresh.
     return Promise.race([
       this.#refreshing,
-      new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), {once: true})),
+      new Promise<never>((_, reject) =>
+        signal.addEventListener('abort', () => reject(signal.reason), {once: true}),
+      ),
     ])
   }
 
@@ -181,12 +219,20 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
     this.stats.refreshes++
     let tokens: oauth.TokenEndpointResponse
     try {
-      const response = await oauth.refreshTokenGrantRequest(server.as, oauthClient(client), clientAuth(client), refreshToken, {
-        ...callOptions(server.as.token_endpoint, this.#tokenFetch()),
-        signal: this.#abort.signal,
-        // RFC 8707 §2.2: the resource goes on refresh requests too.
-        ...(this.#resource() ? {additionalParameters: {resource: this.#resource() as string}} : {}),
-      })
+      const response = await oauth.refreshTokenGrantRequest(
+        server.as,
+        oauthClient(client),
+        clientAuth(client),
+        refreshToken,
+        {
+          ...callOptions(server.as.token_endpoint, this.#tokenFetch()),
+          signal: this.#abort.signal,
+          // RFC 8707 §2.2: the resource goes on refresh requests too.
+          ...(this.#resource()
+            ? {additionalParameters: {resource: this.#resource() as string}}
+            : {}),
+        },
+      )
       tokens = await oauth.processRefreshTokenResponse(server.as, oauthClient(client), response)
     } catch (err) {
       const code = oauthErrorCode(err)
@@ -195,7 +241,10 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
         // RFC 6749 §5.2: the refresh token is invalid, expired or revoked; only a login helps.
         this.#refreshToken = undefined
         await this.#deps.store.delete(names.refresh)
-        throw noToken('the saved login has expired or was revoked; a new browser login is needed', err)
+        throw noToken(
+          'the saved login has expired or was revoked; a new browser login is needed',
+          err,
+        )
       }
       if (code === 'invalid_client' || code === 'unauthorized_client') {
         this.#refreshToken = undefined
@@ -204,12 +253,21 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
           // The registration was deleted or revoked: register again on the next login.
           this.#client = undefined
           await this.#deps.store.delete(names.client)
-          throw noToken('the authorization server no longer accepts the registered client; registering again and logging in', err)
+          throw noToken(
+            'the authorization server no longer accepts the registered client; registering again and logging in',
+            err,
+          )
         }
-        throw toOAuthError(err, 'token refresh (check --remote-auth-client-id and the client secret)')
+        throw toOAuthError(
+          err,
+          'token refresh (check --remote-auth-client-id and the client secret)',
+        )
       }
       this.#nextRefreshAt = this.#now() + (this.#deps.refreshBackoffMs ?? 2000)
-      this.#deps.logger?.warn('remote token refresh failed', {issuer: server.as.issuer, reason: toOAuthError(err, 'refresh').message})
+      this.#deps.logger?.warn('remote token refresh failed', {
+        issuer: server.as.issuer,
+        reason: toOAuthError(err, 'refresh').message,
+      })
       throw noToken(toOAuthError(err, 'token refresh').message, err)
     }
     await this.#accept(tokens, client)
@@ -218,13 +276,18 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
 
   async #accept(tokens: oauth.TokenEndpointResponse, client: ClientRecord): Promise<void> {
     const now = this.#now()
-    const lifeMs = typeof tokens.expires_in === 'number' && tokens.expires_in > 0 ? tokens.expires_in * 1000 : Infinity
+    const lifeMs =
+      typeof tokens.expires_in === 'number' && tokens.expires_in > 0
+        ? tokens.expires_in * 1000
+        : Infinity
     this.#access = {
       token: tokens.access_token,
       expiresAt: now + lifeMs,
       // A quarter of the life, at least 1 s (expires_in and exp are whole seconds, so a token can
       // be up to a second shorter-lived than it looks), at most 30 s, never more than half.
-      skewMs: Number.isFinite(lifeMs) ? Math.min(30_000, lifeMs / 2, Math.max(1000, lifeMs / 4)) : 0,
+      skewMs: Number.isFinite(lifeMs)
+        ? Math.min(30_000, lifeMs / 2, Math.max(1000, lifeMs / 4))
+        : 0,
     }
     const names = this.#names as StoreNames
     // RFC 6749 §6: the server may rotate the refresh token; keep the newest.
@@ -246,7 +309,9 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
   }
 
   #tokenFetch() {
-    return (this.#server as ResolvedServer).learned ? this.#deps.http.learned : this.#deps.http.trusted
+    return (this.#server as ResolvedServer).learned
+      ? this.#deps.http.learned
+      : this.#deps.http.trusted
   }
 
   #resource(): string | undefined {
@@ -256,7 +321,10 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
   #scopes(): string[] {
     if (this.#options.scopes) return this.#options.scopes
     const server = this.#server as ResolvedServer
-    if (server.resourceScopes) return server.oidc ? [...new Set([...OIDC_DEFAULT_SCOPES, ...server.resourceScopes])] : server.resourceScopes
+    if (server.resourceScopes)
+      return server.oidc
+        ? [...new Set([...OIDC_DEFAULT_SCOPES, ...server.resourceScopes])]
+        : server.resourceScopes
     return server.oidc ? OIDC_DEFAULT_SCOPES : []
   }
 
@@ -267,11 +335,19 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
     const getClient = async (redirectUri: string): Promise<ClientRecord> => {
       const current = this.#client
       if (current && (!current.dynamic || current.redirect_uri === redirectUri)) return current
-      const registered = await registerClient(server, redirectUri, server.learned ? this.#deps.http.learned : this.#deps.http.trusted)
+      const registered = await registerClient(
+        server,
+        redirectUri,
+        server.learned ? this.#deps.http.learned : this.#deps.http.trusted,
+      )
       this.stats.registrations++
       this.#client = registered
       await this.#deps.store.set(names.client, JSON.stringify(registered))
-      this.#deps.progress({event: 'registered', issuer: server.as.issuer, client_id: registered.client_id})
+      this.#deps.progress({
+        event: 'registered',
+        issuer: server.as.issuer,
+        client_id: registered.client_id,
+      })
       return registered
     }
     const settings = {
@@ -282,7 +358,14 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
       timeoutMs: this.#options.timeoutMs,
       skipBrowser: this.#options.skipBrowser,
     }
-    const deps = {server, fetch: this.#tokenFetch(), client: getClient, openBrowser: this.#deps.openBrowser, progress: this.#deps.progress, signal: this.#abort.signal}
+    const deps = {
+      server,
+      fetch: this.#tokenFetch(),
+      client: getClient,
+      openBrowser: this.#deps.openBrowser,
+      progress: this.#deps.progress,
+      signal: this.#abort.signal,
+    }
     this.stats.logins++
     let result
     try {
@@ -292,12 +375,20 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
       // The saved registration was rejected at the token endpoint: forget it and go once more.
       this.#client = undefined
       await this.#deps.store.delete(names.client)
-      this.#deps.progress({event: 'login_required', reason: 'the authorization server rejected the saved client registration; registering again'})
+      this.#deps.progress({
+        event: 'login_required',
+        reason:
+          'the authorization server rejected the saved client registration; registering again',
+      })
       this.stats.logins++
       result = await interactiveLogin(settings, deps)
     }
     await this.#accept(result.tokens, result.client)
-    this.#deps.progress({event: 'logged_in', issuer: server.as.issuer, ...(result.subject ? {subject: result.subject} : {})})
+    this.#deps.progress({
+      event: 'logged_in',
+      issuer: server.as.issuer,
+      ...(result.subject ? {subject: result.subject} : {}),
+    })
   }
 
   #backgroundLogin(reason: string): void {

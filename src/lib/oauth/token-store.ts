@@ -41,8 +41,14 @@ export interface StoreNames {
  * URL is readable from a listing.
  */
 export function storeNames(targetUri: string, issuer: string): StoreNames {
-  const id = createHash('sha256').update(`${new URL(targetUri).href}\n${issuer}`).digest('hex').slice(0, 32)
-  return {client: systemSecretName('oauth', id, 'client'), refresh: systemSecretName('oauth', id, 'refresh')}
+  const id = createHash('sha256')
+    .update(`${new URL(targetUri).href}\n${issuer}`)
+    .digest('hex')
+    .slice(0, 32)
+  return {
+    client: systemSecretName('oauth', id, 'client'),
+    refresh: systemSecretName('oauth', id, 'refresh'),
+  }
 }
 
 export interface StoredRefresh {
@@ -61,20 +67,38 @@ export interface StoredRefresh {
  * (target, issuer) so one login per target is kept and the documented logout recipe holds; a
  * record saved before scopes and resource were recorded never matches (deny when unsure).
  */
-export function sameGrant(saved: StoredRefresh, scopes: string[], resource: string | undefined): boolean {
-  if (!Array.isArray(saved.scopes) || !saved.scopes.every((s) => typeof s === 'string')) return false
+export function sameGrant(
+  saved: StoredRefresh,
+  scopes: string[],
+  resource: string | undefined,
+): boolean {
+  if (!Array.isArray(saved.scopes) || !saved.scopes.every((s) => typeof s === 'string'))
+    return false
   const a = [...new Set(saved.scopes)].sort()
   const b = [...new Set(scopes)].sort()
-  return a.length === b.length && a.every((s, i) => s === b[i]) && (saved.resource ?? undefined) === resource
+  return (
+    a.length === b.length &&
+    a.every((s, i) => s === b[i]) &&
+    (saved.resource ?? undefined) === resource
+  )
 }
 
 /** Why a saved login is not reused, in words for the person running the proxy (stderr). */
-export function grantMismatch(saved: StoredRefresh, scopes: string[], resource: string | undefined): string {
-  if (!Array.isArray(saved.scopes)) return 'the saved login does not record the scopes and resource it was made for'
+export function grantMismatch(
+  saved: StoredRefresh,
+  scopes: string[],
+  resource: string | undefined,
+): string {
+  if (!Array.isArray(saved.scopes))
+    return 'the saved login does not record the scopes and resource it was made for'
   const fmt = (list: string[]) => (list.length > 0 ? `"${list.join(' ')}"` : '(none)')
   const parts: string[] = []
-  if (!sameGrant({...saved, resource}, scopes, resource)) parts.push(`scopes changed from ${fmt(saved.scopes)} to ${fmt(scopes)} (--remote-auth-scopes)`)
-  if ((saved.resource ?? undefined) !== resource) parts.push(`resource changed from ${saved.resource ?? '(none)'} to ${resource ?? '(none)'} (--remote-auth-resource)`)
+  if (!sameGrant({...saved, resource}, scopes, resource))
+    parts.push(`scopes changed from ${fmt(saved.scopes)} to ${fmt(scopes)} (--remote-auth-scopes)`)
+  if ((saved.resource ?? undefined) !== resource)
+    parts.push(
+      `resource changed from ${saved.resource ?? '(none)'} to ${resource ?? '(none)'} (--remote-auth-resource)`,
+    )
   return `the saved login was made with other settings: ${parts.join('; ')}`
 }
 
@@ -82,7 +106,12 @@ export function parseStoredRefresh(text: string | undefined): StoredRefresh | un
   if (!text) return undefined
   try {
     const v = JSON.parse(text) as Partial<StoredRefresh>
-    if (typeof v.refresh_token !== 'string' || typeof v.client_id !== 'string' || typeof v.issuer !== 'string') return undefined
+    if (
+      typeof v.refresh_token !== 'string' ||
+      typeof v.client_id !== 'string' ||
+      typeof v.issuer !== 'string'
+    )
+      return undefined
     return v as StoredRefresh
   } catch {
     return undefined

@@ -20,7 +20,11 @@ export interface AdmissionDeps {
 export type Admission = {ok: true; principal: Principal | undefined} | {ok: false}
 
 /** What is decided before the body is read: `ok: false` means the client has its answer. */
-export type Admit = (req: IncomingMessage, res: ServerResponse, path: string) => Admission | Promise<Admission>
+export type Admit = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+) => Admission | Promise<Admission>
 
 const NO_PRINCIPAL: Admission = {ok: true, principal: undefined}
 const REFUSED: Admission = {ok: false}
@@ -48,12 +52,19 @@ export function createAdmission(deps: AdmissionDeps): Admit {
     }
     if (!authenticator) return NO_PRINCIPAL
     const auth = authorizationOf(req)
-    return authenticator.authenticate(auth && auth.length === 1 ? auth[0] : auth).then((outcome): Admission => {
-      if (outcome.ok) return {ok: true, principal: outcome.principal}
-      log.info('request refused', {reason: outcome.error, path})
-      const a = unauthorizedAnswer(deps.oidc!, deps.resourceUrl, outcome.error, outcome.description)
-      answer(res, 401, a.body, a.headers)
-      return REFUSED
-    })
+    return authenticator
+      .authenticate(auth && auth.length === 1 ? auth[0] : auth)
+      .then((outcome): Admission => {
+        if (outcome.ok) return {ok: true, principal: outcome.principal}
+        log.info('request refused', {reason: outcome.error, path})
+        const a = unauthorizedAnswer(
+          deps.oidc!,
+          deps.resourceUrl,
+          outcome.error,
+          outcome.description,
+        )
+        answer(res, 401, a.body, a.headers)
+        return REFUSED
+      })
   }
 }

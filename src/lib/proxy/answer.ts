@@ -12,12 +12,21 @@ export const RETRY_LATER = {'retry-after': '5'}
  * A JSON answer produced by the proxy itself. Once the upstream's head has gone out there is no way
  * to answer any more: the connection is cut so the client sees a failure, not a spliced body.
  */
-export function answer(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+export function answer(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent) {
     res.destroy()
     return
   }
-  res.writeHead(status, {...JSON_HEADERS, 'content-length': String(Buffer.byteLength(body)), ...headers})
+  res.writeHead(status, {
+    ...JSON_HEADERS,
+    'content-length': String(Buffer.byteLength(body)),
+    ...headers,
+  })
   res.end(body)
 }
 

@@ -34,7 +34,9 @@ export async function buildCredentials(
   opts: {signal?: AbortSignal | undefined; outgoing?: string | undefined} = {},
 ): Promise<Credentials> {
   const headers: Record<string, string> = {}
-  const outgoing = opts.outgoing ?? (sources.upstreamToken ? await sources.upstreamToken.getToken(opts.signal) : undefined)
+  const outgoing =
+    opts.outgoing ??
+    (sources.upstreamToken ? await sources.upstreamToken.getToken(opts.signal) : undefined)
   if (sources.tokenExchange) {
     let subject = outgoing
     if (subject === undefined) {
@@ -43,7 +45,8 @@ export async function buildCredentials(
     }
     if (!subject) throw new ToolgateError('ERR_TOKEN_EXCHANGE', 'token exchange: no subject token')
     const exchanged = await sources.tokenExchange.exchange(subject)
-    headers[sources.tokenExchange.config.headerName?.toLowerCase() ?? 'authorization'] = `Bearer ${exchanged}`
+    headers[sources.tokenExchange.config.headerName?.toLowerCase() ?? 'authorization'] =
+      `Bearer ${exchanged}`
   } else if (outgoing) {
     headers.authorization = `Bearer ${outgoing}`
   }

@@ -21,10 +21,19 @@ export interface InjectedHeader {
 }
 
 export function assertInjectableName(name: string, where: string): string {
-  if (!TOKEN.test(name)) throw new ToolgateError('ERR_USAGE', `${where}: "${name}" is not a valid header name`)
+  if (!TOKEN.test(name))
+    throw new ToolgateError('ERR_USAGE', `${where}: "${name}" is not a valid header name`)
   const lower = name.toLowerCase()
-  if (RESTRICTED.has(lower) || isHopByHop(lower) || isProxyIdentityField(lower) || RESTRICTED_PREFIXES.some((p) => lower.startsWith(p))) {
-    throw new ToolgateError('ERR_USAGE', `${where}: header "${name}" is managed by the proxy and cannot be injected`)
+  if (
+    RESTRICTED.has(lower) ||
+    isHopByHop(lower) ||
+    isProxyIdentityField(lower) ||
+    RESTRICTED_PREFIXES.some((p) => lower.startsWith(p))
+  ) {
+    throw new ToolgateError(
+      'ERR_USAGE',
+      `${where}: header "${name}" is managed by the proxy and cannot be injected`,
+    )
   }
   return lower
 }
@@ -34,7 +43,10 @@ export function assertInjectableName(name: string, where: string): string {
  * and not restricted, value without control characters. Errors name the flag and the header, never
  * the value (it may be a credential).
  */
-export function parseForwardHeaders(entries: readonly string[], where = '--remote-forward-headers'): InjectedHeader[] {
+export function parseForwardHeaders(
+  entries: readonly string[],
+  where = '--remote-forward-headers',
+): InjectedHeader[] {
   const out = new Map<string, InjectedHeader>()
   entries.forEach((entry, i) => {
     const eq = entry.indexOf('=')
@@ -43,7 +55,10 @@ export function parseForwardHeaders(entries: readonly string[], where = '--remot
     const name = assertInjectableName(rawName, `${where}[${i}]`)
     const value = entry.slice(eq + 1).trim()
     if (CONTROL.test(value)) {
-      throw new ToolgateError('ERR_USAGE', `${where}[${i}]: value of "${rawName}" contains CR, LF or control characters`)
+      throw new ToolgateError(
+        'ERR_USAGE',
+        `${where}[${i}]: value of "${rawName}" contains CR, LF or control characters`,
+      )
     }
     out.set(name, {name, value})
   })

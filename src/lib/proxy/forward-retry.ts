@@ -2,10 +2,21 @@ import type {IncomingMessage, ServerResponse} from 'node:http'
 import {Duplex, Writable, type Readable} from 'node:stream'
 import {isToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
-import {CREDENTIALS_UNAVAILABLE, RETRY_LATER, TOKEN_EXCHANGE_FAILED, answer, answerTooLarge} from './answer.ts'
+import {
+  CREDENTIALS_UNAVAILABLE,
+  RETRY_LATER,
+  TOKEN_EXCHANGE_FAILED,
+  answer,
+  answerTooLarge,
+} from './answer.ts'
 import {buildCredentials, type CredentialSources, type Credentials} from './credentials.ts'
 import {forwardRequest, type ForwardCall} from './forward.ts'
-import {endToEndRawHeaders, flatHeaderRecord, flatHeaderValues, withoutFlatHeader} from './hop-by-hop.ts'
+import {
+  endToEndRawHeaders,
+  flatHeaderRecord,
+  flatHeaderValues,
+  withoutFlatHeader,
+} from './hop-by-hop.ts'
 import {logPath} from './log-path.ts'
 import type {ResponseRewriter} from './types.ts'
 import {isConnectFailure, type Upstream} from './upstream.ts'
@@ -19,7 +30,11 @@ export interface InFlight {
 
 /** Tracks the client's departure: once it leaves, token calls and the upstream request are cancelled (abort both ways). */
 export function trackClient(res: ServerResponse, withController: boolean): InFlight {
-  const state: InFlight = {gone: false, controller: withController ? new AbortController() : undefined, call: undefined}
+  const state: InFlight = {
+    gone: false,
+    controller: withController ? new AbortController() : undefined,
+    call: undefined,
+  }
   res.once('close', () => {
     if (res.writableFinished) return
     state.gone = true
@@ -46,7 +61,11 @@ export type Forward = (req: IncomingMessage, res: ServerResponse, f: Forwarding)
  * Step 7 of the pipeline: the streaming forward, and the one retry of contract §3 when the target
  * answers 401 and the token source can refresh (the body must be replayable, i.e. a Buffer).
  */
-export function createForwarder(deps: {upstream: Upstream; credentials: CredentialSources; log: Logger}): Forward {
+export function createForwarder(deps: {
+  upstream: Upstream
+  credentials: CredentialSources
+  log: Logger
+}): Forward {
   const {upstream, credentials: sources, log} = deps
   const origin = upstream.target.origin
   const refresher = sources.upstreamToken?.onUnauthorized ? sources.upstreamToken : undefined
@@ -56,7 +75,13 @@ export function createForwarder(deps: {upstream: Upstream; credentials: Credenti
     let retry = false
     const call = forwardRequest(
       upstream.dispatcher,
-      {origin, path: upstream.pathFor(rawUrl), method: req.method ?? 'GET', headers: f.headers, body: f.body ?? null},
+      {
+        origin,
+        path: upstream.pathFor(rawUrl),
+        method: req.method ?? 'GET',
+        headers: f.headers,
+        body: f.body ?? null,
+      },
       (statusCode, rawHeaders) => {
         if (statusCode === 401 && f.retry && refresher && !(f.body && !Buffer.isBuffer(f.body))) {
           retry = true
@@ -75,7 +100,13 @@ export function createForwarder(deps: {upstream: Upstream; credentials: Credenti
     }
     if (retry && refresher) {
       const fresh = await refreshed(req, res, f)
-      if (fresh) await forward(req, res, {...f, headers: {...f.headers, ...fresh.headers}, outgoing: fresh.outgoing, retry: false})
+      if (fresh)
+        await forward(req, res, {
+          ...f,
+          headers: {...f.headers, ...fresh.headers},
+          outgoing: fresh.outgoing,
+          retry: false,
+        })
     }
   }
 
@@ -84,7 +115,11 @@ export function createForwarder(deps: {upstream: Upstream; credentials: Credenti
    * exchanged one, possibly in another header), then rebuilds every credential from the fresh one.
    * undefined: the client has its answer (503, or 401 when the new exchange fails).
    */
-  async function refreshed(req: IncomingMessage, res: ServerResponse, f: Forwarding): Promise<Credentials | undefined> {
+  async function refreshed(
+    req: IncomingMessage,
+    res: ServerResponse,
+    f: Forwarding,
+  ): Promise<Credentials | undefined> {
     const signal = f.state.controller?.signal
     const fresh = await refresher!.onUnauthorized!(f.outgoing ?? '', signal).catch(() => undefined)
     if (fresh === undefined) {
@@ -100,7 +135,13 @@ export function createForwarder(deps: {upstream: Upstream; credentials: Credenti
     }
   }
 
-  function failed(res: ServerResponse, f: Forwarding, call: ForwardCall, err: Error, path: string): void {
+  function failed(
+    res: ServerResponse,
+    f: Forwarding,
+    call: ForwardCall,
+    err: Error,
+    path: string,
+  ): void {
     const sink = call.sink()
     if (sink && sink !== res) sink.destroy()
     if (f.state.gone && res.destroyed) return // the client left; nothing to answer
@@ -115,8 +156,18 @@ export function createForwarder(deps: {upstream: Upstream; credentials: Credenti
       res.destroy()
       return
     }
-    log.warn('upstream request failed', {path, reason: err.message, code: (err as {code?: string}).code})
-    answer(res, 502, JSON.stringify({error: isConnectFailure(err) ? 'upstream unavailable' : 'upstream request failed'}))
+    log.warn('upstream request failed', {
+      path,
+      reason: err.message,
+      code: (err as {code?: string}).code,
+    })
+    answer(
+      res,
+      502,
+      JSON.stringify({
+        error: isConnectFailure(err) ? 'upstream unavailable' : 'upstream request failed',
+      }),
+    )
   }
 
   return forward
@@ -127,7 +178,12 @@ export function createForwarder(deps: {upstream: Upstream; credentials: Credenti
  * stream in front of it. A rewritten body is plain and of another length, so `content-encoding`
  * and `content-length` go (a coded body is replaced by the rewriter, never decoded).
  */
-function responseSink(res: ServerResponse, statusCode: number, rawHeaders: Buffer[], rewrite: ResponseRewriter | undefined): Writable {
+function responseSink(
+  res: ServerResponse,
+  statusCode: number,
+  rawHeaders: Buffer[],
+  rewrite: ResponseRewriter | undefined,
+): Writable {
   let h = endToEndRawHeaders(rawHeaders)
   const types = flatHeaderValues(h, 'content-type')
   const transform = rewrite?.(types.length === 1 ? types[0] : undefined, flatHeaderRecord(h))

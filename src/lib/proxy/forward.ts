@@ -115,7 +115,11 @@ export interface ForwardCall {
   sink(): Writable | undefined
 }
 
-export function forwardRequest(dispatcher: Dispatcher, request: ForwardRequest, onHead: OnResponseHead): ForwardCall {
+export function forwardRequest(
+  dispatcher: Dispatcher,
+  request: ForwardRequest,
+  onHead: OnResponseHead,
+): ForwardCall {
   let handler!: ForwardHandler
   const done = new Promise<void>((resolve, reject) => {
     handler = new ForwardHandler(onHead, resolve, reject)
@@ -131,7 +135,13 @@ export function forwardRequest(dispatcher: Dispatcher, request: ForwardRequest, 
   }
   try {
     dispatcher.dispatch(
-      {origin: request.origin, path: request.path, method: request.method as Dispatcher.HttpMethod, headers: request.headers, body},
+      {
+        origin: request.origin,
+        path: request.path,
+        method: request.method as Dispatcher.HttpMethod,
+        headers: request.headers,
+        body,
+      },
       handler,
     )
   } catch (err) {

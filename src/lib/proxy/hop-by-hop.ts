@@ -110,7 +110,8 @@ export function flatHeaderValues(flat: readonly string[], name: string): string[
 /** A flat header list without the fields called `name` (lower-case). */
 export function withoutFlatHeader(flat: readonly string[], name: string): string[] {
   const out: string[] = []
-  for (let i = 0; i < flat.length; i += 2) if (flat[i] !== name) out.push(flat[i] as string, flat[i + 1] as string)
+  for (let i = 0; i < flat.length; i += 2)
+    if (flat[i] !== name) out.push(flat[i] as string, flat[i + 1] as string)
   return out
 }
 

@@ -23,7 +23,10 @@ export function incomingAuthEnabled(oidc: IncomingOidcOptions | undefined): bool
  * Maps the flags onto the shared validator's provider shape. URLs typed by the operator are
  * trusted as given (contract §2 "Outbound trust"), which is why a loopback issuer works here.
  */
-export function oauthConfigFromOidc(oidc: IncomingOidcOptions, resourceUrl: string | undefined): OAuthConfig {
+export function oauthConfigFromOidc(
+  oidc: IncomingOidcOptions,
+  resourceUrl: string | undefined,
+): OAuthConfig {
   const provider: ProviderConfig = {
     name: 'oidc',
     issuerUrl: oidc.issuer ?? '',
@@ -34,7 +37,12 @@ export function oauthConfigFromOidc(oidc: IncomingOidcOptions, resourceUrl: stri
     ...(oidc.clientId ? {clientId: oidc.clientId} : {}),
     ...(oidc.clientSecret ? {clientSecret: oidc.clientSecret} : {}),
   }
-  return {resourceUrl: resourceUrl ?? '', realm: oidc.issuer ?? '', publicPaths: [], providers: [provider]}
+  return {
+    resourceUrl: resourceUrl ?? '',
+    realm: oidc.issuer ?? '',
+    publicPaths: [],
+    providers: [provider],
+  }
 }
 
 /** The 401 of contract §2: JSON body plus the ordered `WWW-Authenticate` challenge. */

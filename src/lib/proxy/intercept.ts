@@ -21,12 +21,21 @@ export type InterceptStep = (
  * principal, and may call the target itself (e.g. `tools/list` for annotations the client cannot
  * spoof) with the credentials a forwarded request would carry.
  */
-export function createInterceptStep(interceptor: RequestInterceptor, deps: {upstream: Upstream; credentials: CredentialSources; outgoingAuth: boolean}): InterceptStep {
+export function createInterceptStep(
+  interceptor: RequestInterceptor,
+  deps: {upstream: Upstream; credentials: CredentialSources; outgoingAuth: boolean},
+): InterceptStep {
   const {upstream, credentials, outgoingAuth} = deps
   return (req, principal, body, targetHeaders) => {
     const rawUrl = req.url ?? '/'
     return interceptor.intercept(
-      {method: req.method ?? 'GET', path: rawUrl, headers: req.headers, body: body ?? Buffer.alloc(0), principal},
+      {
+        method: req.method ?? 'GET',
+        path: rawUrl,
+        headers: req.headers,
+        body: body ?? Buffer.alloc(0),
+        principal,
+      },
       async (jsonRpcBody) => {
         const headers: Record<string, string> = {}
         for (const name of SESSION_FIELDS) {
@@ -35,7 +44,8 @@ export function createInterceptStep(interceptor: RequestInterceptor, deps: {upst
         }
         // Without outgoing auth the target sees the client's own Authorization on forwarded
         // requests; it must see it on this call too, or a target that checks it answers 401.
-        if (!outgoingAuth && typeof targetHeaders.authorization === 'string') headers.authorization = targetHeaders.authorization
+        if (!outgoingAuth && typeof targetHeaders.authorization === 'string')
+          headers.authorization = targetHeaders.authorization
         const creds = await buildCredentials(credentials, req.headers.authorization)
         return callJsonRpc({
           dispatcher: upstream.dispatcher,

@@ -45,7 +45,8 @@ export async function callJsonRpc(opts: {
     chunks.push(chunk as Buffer)
   }
   const text = Buffer.concat(chunks).toString('utf8')
-  if (res.statusCode >= 400) throw new ToolgateError('ERR_UPSTREAM', `upstream answered HTTP ${res.statusCode}`)
+  if (res.statusCode >= 400)
+    throw new ToolgateError('ERR_UPSTREAM', `upstream answered HTTP ${res.statusCode}`)
   const type = String(res.headers['content-type'] ?? '')
   const wantedId = (opts.body as {id?: unknown})?.id
   if (type.startsWith('text/event-stream')) {

@@ -57,14 +57,19 @@ function url(text: string, flag: string, schemes = ['http:', 'https:']): URL {
   } catch {
     throw new ToolgateError('ERR_USAGE', `${flag}: "${text}" is not an absolute URL`)
   }
-  if (!schemes.includes(u.protocol)) throw new ToolgateError('ERR_USAGE', `${flag}: scheme must be ${schemes.join(' or ')}`)
-  if (u.username || u.password) throw new ToolgateError('ERR_USAGE', `${flag}: credentials in the URL are not allowed`)
+  if (!schemes.includes(u.protocol))
+    throw new ToolgateError('ERR_USAGE', `${flag}: scheme must be ${schemes.join(' or ')}`)
+  if (u.username || u.password)
+    throw new ToolgateError('ERR_USAGE', `${flag}: credentials in the URL are not allowed`)
   return u
 }
 
 /** "list of string" flags accept repetition and comma-separated values alike. */
 function list(values: string[] | undefined): string[] {
-  return (values ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean)
+  return (values ?? [])
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean)
 }
 
 function exclusive(flags: ProxyFlags, a: keyof ProxyFlags, b: keyof ProxyFlags): void {
@@ -74,24 +79,41 @@ function exclusive(flags: ProxyFlags, a: keyof ProxyFlags, b: keyof ProxyFlags):
 }
 
 function subjectType(text: string | undefined): SubjectTokenType {
-  if (text === undefined || text === 'access_token' || text === 'urn:ietf:params:oauth:token-type:access_token') return 'access_token'
+  if (
+    text === undefined ||
+    text === 'access_token' ||
+    text === 'urn:ietf:params:oauth:token-type:access_token'
+  )
+    return 'access_token'
   if (text === 'id_token' || text === 'urn:ietf:params:oauth:token-type:id_token') return 'id_token'
-  throw new ToolgateError('ERR_USAGE', `--token-exchange-subject-token-type: "${text}" must be access_token or id_token`)
+  throw new ToolgateError(
+    'ERR_USAGE',
+    `--token-exchange-subject-token-type: "${text}" must be access_token or id_token`,
+  )
 }
 
 /**
  * Validates the flags and builds the proxy configuration; every mistake is found here, before the
  * proxy listens (bad input fails at startup naming the flag, never on the first request).
  */
-export function proxyConfigFromFlags(name: string, flags: ProxyFlags, deps: ProxyOptionDeps): ProxyConfig {
+export function proxyConfigFromFlags(
+  name: string,
+  flags: ProxyFlags,
+  deps: ProxyOptionDeps,
+): ProxyConfig {
   const env = deps.env ?? process.env
   const read = deps.readSecretFile ?? ((p: string, flag: string) => readSecretFile(p, {what: flag}))
   if (!name.trim()) throw new ToolgateError('ERR_USAGE', 'SERVER_NAME must not be empty')
   const targetUri = url(flags['target-uri'], '--target-uri')
   const port = flags.port ?? 0
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ToolgateError('ERR_USAGE', `--port: ${port} is not a port number`)
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new ToolgateError('ERR_USAGE', `--port: ${port} is not a port number`)
   const max = flags['max-request-body-size']
-  if (!Number.isSafeInteger(max) || max < 0) throw new ToolgateError('ERR_USAGE', `--max-request-body-size: must be a non-negative number of bytes`)
+  if (!Number.isSafeInteger(max) || max < 0)
+    throw new ToolgateError(
+      'ERR_USAGE',
+      `--max-request-body-size: must be a non-negative number of bytes`,
+    )
   if (!flags.host.trim()) throw new ToolgateError('ERR_USAGE', '--host must not be empty')
 
   const origins = list(flags['allowed-origins'])
@@ -102,10 +124,12 @@ export function proxyConfigFromFlags(name: string, flags: ProxyFlags, deps: Prox
   const scopes = list(flags['oidc-scopes'])
   const oidc: IncomingOidcOptions = {scopes: scopes.length ? scopes : ['openid']}
   // Kept as typed: `iss` must equal it byte for byte (spec "Token handling" 5).
-  if (flags['oidc-issuer']) oidc.issuer = url(flags['oidc-issuer'], '--oidc-issuer') && flags['oidc-issuer']
+  if (flags['oidc-issuer'])
+    oidc.issuer = url(flags['oidc-issuer'], '--oidc-issuer') && flags['oidc-issuer']
   if (flags['oidc-audience']) oidc.audience = flags['oidc-audience']
   if (flags['oidc-jwks-url']) oidc.jwksUrl = url(flags['oidc-jwks-url'], '--oidc-jwks-url').href
-  if (flags['oidc-introspection-url']) oidc.introspectionUrl = url(flags['oidc-introspection-url'], '--oidc-introspection-url').href
+  if (flags['oidc-introspection-url'])
+    oidc.introspectionUrl = url(flags['oidc-introspection-url'], '--oidc-introspection-url').href
   if (flags['oidc-client-id']) oidc.clientId = flags['oidc-client-id']
   if (flags['oidc-client-secret']) oidc.clientSecret = flags['oidc-client-secret']
   // Keys or an introspection endpoint alone do not say whose tokens are meant: without an issuer
@@ -113,20 +137,27 @@ export function proxyConfigFromFlags(name: string, flags: ProxyFlags, deps: Prox
   // on a multi-tenant IdP, other tenants' tokens too. One of the two must pin it (deny when unsure).
   if ((oidc.jwksUrl || oidc.introspectionUrl) && !oidc.issuer && !oidc.audience) {
     const which = oidc.jwksUrl ? '--oidc-jwks-url' : '--oidc-introspection-url'
-    throw new ToolgateError('ERR_USAGE', `${which}: also set --oidc-issuer or --oidc-audience (or both), or any token signed or known by that provider would be accepted`)
+    throw new ToolgateError(
+      'ERR_USAGE',
+      `${which}: also set --oidc-issuer or --oidc-audience (or both), or any token signed or known by that provider would be accepted`,
+    )
   }
 
   // Outgoing bearer: flag → file → env (contract §3).
   exclusive(flags, 'remote-auth-bearer-token', 'remote-auth-bearer-token-file')
   let bearer = flags['remote-auth-bearer-token']
-  if (bearer !== undefined && !bearer.trim()) throw new ToolgateError('ERR_USAGE', '--remote-auth-bearer-token must not be empty')
+  if (bearer !== undefined && !bearer.trim())
+    throw new ToolgateError('ERR_USAGE', '--remote-auth-bearer-token must not be empty')
   if (bearer === undefined && flags['remote-auth-bearer-token-file']) {
     bearer = read(flags['remote-auth-bearer-token-file'], '--remote-auth-bearer-token-file')
   }
   if (bearer === undefined && env[BEARER_TOKEN_ENV]?.trim()) bearer = env[BEARER_TOKEN_ENV].trim()
   // eslint-disable-next-line no-control-regex -- a token with controls would split the header
   if (bearer !== undefined && /[\u0000-\u001f\u007f\s]/.test(bearer.trim())) {
-    throw new ToolgateError('ERR_USAGE', 'the remote bearer token contains whitespace or control characters')
+    throw new ToolgateError(
+      'ERR_USAGE',
+      'the remote bearer token contains whitespace or control characters',
+    )
   }
 
   let tokenExchange: TokenExchangeConfig | undefined
@@ -135,14 +166,23 @@ export function proxyConfigFromFlags(name: string, flags: ProxyFlags, deps: Prox
     const u = url(flags['token-exchange-url'], '--token-exchange-url')
     // The exchange sends credentials: plain http only to this machine.
     if (u.protocol === 'http:' && !isLoopbackHost(u.hostname)) {
-      throw new ToolgateError('ERR_USAGE', '--token-exchange-url: must be https unless the host is a loopback address')
+      throw new ToolgateError(
+        'ERR_USAGE',
+        '--token-exchange-url: must be https unless the host is a loopback address',
+      )
     }
     let secret = flags['token-exchange-client-secret']
     if (secret === undefined && flags['token-exchange-client-secret-file']) {
-      secret = read(flags['token-exchange-client-secret-file'], '--token-exchange-client-secret-file')
+      secret = read(
+        flags['token-exchange-client-secret-file'],
+        '--token-exchange-client-secret-file',
+      )
     }
     if (secret !== undefined && !flags['token-exchange-client-id']) {
-      throw new ToolgateError('ERR_USAGE', '--token-exchange-client-secret needs --token-exchange-client-id')
+      throw new ToolgateError(
+        'ERR_USAGE',
+        '--token-exchange-client-secret needs --token-exchange-client-id',
+      )
     }
     const headerName = flags['token-exchange-header-name']
       ? assertInjectableName(flags['token-exchange-header-name'], '--token-exchange-header-name')
@@ -159,7 +199,15 @@ export function proxyConfigFromFlags(name: string, flags: ProxyFlags, deps: Prox
       ...(headerName ? {headerName} : {}),
     }
   } else {
-    for (const f of ['audience', 'client-id', 'client-secret', 'client-secret-file', 'header-name', 'scopes', 'subject-token-type'] as const) {
+    for (const f of [
+      'audience',
+      'client-id',
+      'client-secret',
+      'client-secret-file',
+      'header-name',
+      'scopes',
+      'subject-token-type',
+    ] as const) {
       if (flags[`token-exchange-${f}`] !== undefined) {
         throw new ToolgateError('ERR_USAGE', `--token-exchange-${f} needs --token-exchange-url`)
       }
@@ -176,7 +224,9 @@ export function proxyConfigFromFlags(name: string, flags: ProxyFlags, deps: Prox
     ...(resourceUrl ? {resourceUrl} : {}),
     oidc,
     ...(bearer !== undefined ? {upstreamToken: staticTokenSource(bearer)} : {}),
-    ...(tokenExchange ? {tokenExchange: createTokenExchanger(tokenExchange, {logger: deps.logger})} : {}),
+    ...(tokenExchange
+      ? {tokenExchange: createTokenExchanger(tokenExchange, {logger: deps.logger})}
+      : {}),
     forwardHeaders: parseForwardHeaders(flags['remote-forward-headers'] ?? []),
   }
 }

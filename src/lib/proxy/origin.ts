@@ -16,7 +16,9 @@ export interface OriginPolicy {
 /** `scheme://host[:port]` with scheme and host lower-cased; undefined when it is not an origin. */
 export function normaliseOrigin(text: string): string | undefined {
   if (text === 'null') return 'null'
-  const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(\[[0-9A-Fa-f:.]+\]|[^\s/:?#@[\]]+)(?::(\d+))?$/.exec(text)
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(\[[0-9A-Fa-f:.]+\]|[^\s/:?#@[\]]+)(?::(\d+))?$/.exec(
+    text,
+  )
   if (!m) return undefined
   const scheme = (m[1] as string).toLowerCase()
   const host = (m[2] as string).toLowerCase()
@@ -28,11 +30,17 @@ export function loopbackOrigins(port: number): string[] {
   return [`http://localhost:${port}`, `http://127.0.0.1:${port}`, `http://[::1]:${port}`]
 }
 
-export function parseAllowedOrigins(list: readonly string[], where = '--allowed-origins'): string[] {
+export function parseAllowedOrigins(
+  list: readonly string[],
+  where = '--allowed-origins',
+): string[] {
   return list.map((entry) => {
     const n = normaliseOrigin(entry.trim())
     if (n === undefined) {
-      throw new ToolgateError('ERR_USAGE', `${where}: "${entry}" is not an origin (use scheme://host[:port] or null)`)
+      throw new ToolgateError(
+        'ERR_USAGE',
+        `${where}: "${entry}" is not an origin (use scheme://host[:port] or null)`,
+      )
     }
     return n
   })
@@ -55,4 +63,5 @@ export function createOriginPolicy(allowed: readonly string[] | undefined): Orig
 }
 
 /** The exact 403 body of contract §3. */
-export const ORIGIN_REJECTED_BODY = '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Origin not allowed"}}'
+export const ORIGIN_REJECTED_BODY =
+  '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Origin not allowed"}}'

@@ -14,7 +14,11 @@ import {buildCredentials} from './credentials.ts'
 import {createForwarder, trackClient} from './forward-retry.ts'
 import type {InjectedHeader} from './forward-headers.ts'
 import {requestHeadersForTarget} from './hop-by-hop.ts'
-import {incomingAuthEnabled, oauthConfigFromOidc, type IncomingOidcOptions} from './incoming-auth.ts'
+import {
+  incomingAuthEnabled,
+  oauthConfigFromOidc,
+  type IncomingOidcOptions,
+} from './incoming-auth.ts'
 import {createInterceptStep} from './intercept.ts'
 import {logPath} from './log-path.ts'
 import {createOriginPolicy, loopbackOrigins, type OriginPolicy} from './origin.ts'
@@ -68,7 +72,13 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
   const upstream = createUpstream(config.targetUri, config.timeouts ?? DEFAULT_TIMEOUTS)
   const authOn = incomingAuthEnabled(config.oidc)
   const authenticator =
-    deps.authenticator ?? (authOn ? createAuthenticator(oauthConfigFromOidc(config.oidc!, config.resourceUrl), {logger: log, configPath: '--oidc-* flags'}) : undefined)
+    deps.authenticator ??
+    (authOn
+      ? createAuthenticator(oauthConfigFromOidc(config.oidc!, config.resourceUrl), {
+          logger: log,
+          configPath: '--oidc-* flags',
+        })
+      : undefined)
   const outgoingAuth = Boolean(config.upstreamToken || config.tokenExchange)
   // Fields the proxy replaces or owns toward the target.
   const drop = new Set(['host'])
@@ -80,10 +90,24 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
   // source that may replay it after a 401.
   const mustSee = Boolean(config.interceptor || config.upstreamToken?.onUnauthorized)
 
-  const wellKnown = wellKnownDocument(config.resourceUrl, config.oidc?.issuer, config.oidc?.scopes, authOn)
+  const wellKnown = wellKnownDocument(
+    config.resourceUrl,
+    config.oidc?.issuer,
+    config.oidc?.scopes,
+    authOn,
+  )
   let originPolicy: OriginPolicy = createOriginPolicy(config.allowedOrigins)
-  const admit = createAdmission({limit, originPolicy: () => originPolicy, authenticator, oidc: config.oidc, resourceUrl: config.resourceUrl, log})
-  const intercept = config.interceptor ? createInterceptStep(config.interceptor, {upstream, credentials: config, outgoingAuth}) : undefined
+  const admit = createAdmission({
+    limit,
+    originPolicy: () => originPolicy,
+    authenticator,
+    oidc: config.oidc,
+    resourceUrl: config.resourceUrl,
+    log,
+  })
+  const intercept = config.interceptor
+    ? createInterceptStep(config.interceptor, {upstream, credentials: config, outgoingAuth})
+    : undefined
   const forward = createForwarder({upstream, credentials: config, log})
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -106,7 +130,12 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     // 4. Interceptor (authorization), with the whole body.
     let rewrite: ResponseRewriter | undefined
     if (intercept) {
-      const decision = await intercept(req, admission.principal, body as Buffer | undefined, headers)
+      const decision = await intercept(
+        req,
+        admission.principal,
+        body as Buffer | undefined,
+        headers,
+      )
       if (decision.action === 'answer') {
         answer(res, decision.answer.status, decision.answer.body, decision.answer.headers)
         return
@@ -119,7 +148,9 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     let outgoing: string | undefined
     if (outgoingAuth) {
       try {
-        const creds = await buildCredentials(config, req.headers.authorization, {signal: state.controller!.signal})
+        const creds = await buildCredentials(config, req.headers.authorization, {
+          signal: state.controller!.signal,
+        })
         Object.assign(headers, creds.headers)
         outgoing = creds.outgoing
       } catch (err) {
@@ -147,7 +178,8 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     })
   })
   server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
+    if (socket.writable)
+      socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
     else socket.destroy()
   })
 
@@ -162,7 +194,10 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     if (isLoopbackHost(config.host)) {
       originPolicy = createOriginPolicy(loopbackOrigins(info.port))
     } else {
-      log.warn('listening on a non-loopback address without --allowed-origins: Origin is not checked', {host: config.host})
+      log.warn(
+        'listening on a non-loopback address without --allowed-origins: Origin is not checked',
+        {host: config.host},
+      )
     }
   }
 

@@ -26,7 +26,8 @@ export function takeRequestBody(
   mustSee: boolean,
 ): Buffer | Readable | undefined | typeof REFUSED | Promise<Buffer | typeof REFUSED> {
   const declared = req.headers['content-length']
-  const hasBody = declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined
+  const hasBody =
+    declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined
   if (!hasBody) return undefined
   const small = declared !== undefined && Number(declared) <= SMALL_BODY
   if (!mustSee && !small) return req.pipe(byteLimiter(limit))

@@ -49,8 +49,7 @@ export type ResponseRewriter = (
 ) => TransformStream<Uint8Array, Uint8Array> | undefined
 
 export type InterceptDecision =
-  | {action: 'forward'; rewriteResponse?: ResponseRewriter}
-  | {action: 'answer'; answer: LocalAnswer}
+  {action: 'forward'; rewriteResponse?: ResponseRewriter} | {action: 'answer'; answer: LocalAnswer}
 
 /**
  * Runs after incoming authentication and before token exchange / forwarding (contract §3 order).

@@ -23,9 +23,15 @@ export interface Upstream {
  * The target connection pool: one keep-alive pool per origin (undici Agent → Pool), so the common
  * case of many small JSON-RPC POSTs reuses sockets instead of paying a TCP handshake each time.
  */
-export function createUpstream(target: URL, timeouts: UpstreamTimeouts = DEFAULT_TIMEOUTS): Upstream {
+export function createUpstream(
+  target: URL,
+  timeouts: UpstreamTimeouts = DEFAULT_TIMEOUTS,
+): Upstream {
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
-    throw new ToolgateError('ERR_USAGE', `--target-uri: scheme must be http or https, got ${target.protocol}`)
+    throw new ToolgateError(
+      'ERR_USAGE',
+      `--target-uri: scheme must be http or https, got ${target.protocol}`,
+    )
   }
   const dispatcher = new Agent({
     connect: {timeout: timeouts.connectMs},

@@ -32,7 +32,11 @@ export function metadataPaths(resourceUrl: string): Set<string> {
   return new Set([WELL_KNOWN_PREFIX, WELL_KNOWN_PREFIX + path])
 }
 
-export function buildMetadata(opts: {resourceUrl: string; issuer: string | undefined; scopes: readonly string[]}): ResourceMetadata {
+export function buildMetadata(opts: {
+  resourceUrl: string
+  issuer: string | undefined
+  scopes: readonly string[]
+}): ResourceMetadata {
   return {
     resource: opts.resourceUrl,
     authorization_servers: opts.issuer ? [opts.issuer] : [],
@@ -54,13 +58,26 @@ export interface WellKnownDocument {
 }
 
 /** The metadata document of a proxy, or undefined when it serves none (no incoming auth or no --resource-url). */
-export function wellKnownDocument(resourceUrl: string | undefined, issuer: string | undefined, scopes: readonly string[] | undefined, authOn: boolean): WellKnownDocument | undefined {
+export function wellKnownDocument(
+  resourceUrl: string | undefined,
+  issuer: string | undefined,
+  scopes: readonly string[] | undefined,
+  authOn: boolean,
+): WellKnownDocument | undefined {
   if (!authOn || !resourceUrl) return undefined
-  return {paths: metadataPaths(resourceUrl), body: JSON.stringify(buildMetadata({resourceUrl, issuer, scopes: scopes ?? ['openid']}))}
+  return {
+    paths: metadataPaths(resourceUrl),
+    body: JSON.stringify(buildMetadata({resourceUrl, issuer, scopes: scopes ?? ['openid']})),
+  }
 }
 
 /** Answers a request for the metadata (GET/HEAD 200, OPTIONS 204 preflight, else 405); false when `path` is not one of its paths. */
-export function serveWellKnown(doc: WellKnownDocument, path: string, method: string, res: ServerResponse): boolean {
+export function serveWellKnown(
+  doc: WellKnownDocument,
+  path: string,
+  method: string,
+  res: ServerResponse,
+): boolean {
   if (!doc.paths.has(path)) return false
   if (method === 'OPTIONS') {
     res.writeHead(204, CORS_HEADERS)
@@ -68,7 +85,10 @@ export function serveWellKnown(doc: WellKnownDocument, path: string, method: str
   } else if (method === 'GET' || method === 'HEAD') {
     answer(res, 200, doc.body, CORS_HEADERS)
   } else {
-    answer(res, 405, '{"error":"method not allowed"}', {...CORS_HEADERS, allow: 'GET, HEAD, OPTIONS'})
+    answer(res, 405, '{"error":"method not allowed"}', {
+      ...CORS_HEADERS,
+      allow: 'GET, HEAD, OPTIONS',
+    })
   }
   return true
 }

@@ -35,8 +35,17 @@ export const MAX_EXCHANGE_RESPONSE = 64 * 1024
  * never holds the incoming credentials themselves; concurrent requests for one subject share one
  * exchange. A token without `expires_in` is not cached (we cannot know when it stops working).
  */
-export function createTokenExchanger(config: TokenExchangeConfig, deps: TokenExchangerDeps): TokenExchanger {
-  const outbound = deps.outbound ?? createOutboundClient({timeoutMs: config.timeoutMs, allowPrivateIP: true, label: '--token-exchange-url'})
+export function createTokenExchanger(
+  config: TokenExchangeConfig,
+  deps: TokenExchangerDeps,
+): TokenExchanger {
+  const outbound =
+    deps.outbound ??
+    createOutboundClient({
+      timeoutMs: config.timeoutMs,
+      allowPrivateIP: true,
+      label: '--token-exchange-url',
+    })
   const now = deps.now ?? Date.now
   const skew = deps.skewMs ?? 30_000
   const cache = new LruCache<string, string>({maxEntries: deps.maxEntries ?? 10_000, now})

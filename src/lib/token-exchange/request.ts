@@ -30,11 +30,17 @@ export interface ExchangedToken {
 export function buildExchangeRequest(
   config: TokenExchangeConfig,
   subjectToken: string,
-): {url: string; init: {method: 'POST'; headers: Record<string, string>; body: string; redirect: 'manual'}} {
+): {
+  url: string
+  init: {method: 'POST'; headers: Record<string, string>; body: string; redirect: 'manual'}
+} {
   const form = new URLSearchParams()
   form.set('grant_type', GRANT_TYPE)
   form.set('subject_token', subjectToken)
-  form.set('subject_token_type', config.subjectTokenType === 'id_token' ? TOKEN_TYPE_ID : TOKEN_TYPE_ACCESS)
+  form.set(
+    'subject_token_type',
+    config.subjectTokenType === 'id_token' ? TOKEN_TYPE_ID : TOKEN_TYPE_ACCESS,
+  )
   form.set('requested_token_type', TOKEN_TYPE_ACCESS)
   if (config.audience) form.set('audience', config.audience)
   if (config.scopes?.length) form.set('scope', config.scopes.join(' '))
@@ -42,9 +48,13 @@ export function buildExchangeRequest(
     'content-type': 'application/x-www-form-urlencoded',
     accept: 'application/json',
   }
-  if (config.clientId && config.clientSecret) headers.authorization = basicAuthorization(config.clientId, config.clientSecret) // RFC 6749 §2.3.1
+  if (config.clientId && config.clientSecret)
+    headers.authorization = basicAuthorization(config.clientId, config.clientSecret) // RFC 6749 §2.3.1
   else if (config.clientId) form.set('client_id', config.clientId) // public client, RFC 6749 §3.2.1
-  return {url: config.url, init: {method: 'POST', headers, body: form.toString(), redirect: 'manual'}}
+  return {
+    url: config.url,
+    init: {method: 'POST', headers, body: form.toString(), redirect: 'manual'},
+  }
 }
 
 /**
@@ -54,12 +64,20 @@ export function buildExchangeRequest(
 export function processExchangeResponse(res: {status: number; body: unknown}): ExchangedToken {
   const body = res.body
   if (body === undefined) {
-    throw new ToolgateError('ERR_TOKEN_EXCHANGE', `token exchange: HTTP ${res.status} with a body that is not JSON`)
+    throw new ToolgateError(
+      'ERR_TOKEN_EXCHANGE',
+      `token exchange: HTTP ${res.status} with a body that is not JSON`,
+    )
   }
   const obj = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>
   if (res.status !== 200) {
-    const code = typeof obj.error === 'string' && /^[\x20-\x7e]{1,64}$/.test(obj.error) ? obj.error : 'unknown'
-    throw new ToolgateError('ERR_TOKEN_EXCHANGE', `token exchange: HTTP ${res.status} error=${code}`, {details: {status: res.status, error: code}})
+    const code =
+      typeof obj.error === 'string' && /^[\x20-\x7e]{1,64}$/.test(obj.error) ? obj.error : 'unknown'
+    throw new ToolgateError(
+      'ERR_TOKEN_EXCHANGE',
+      `token exchange: HTTP ${res.status} error=${code}`,
+      {details: {status: res.status, error: code}},
+    )
   }
   if (typeof obj.access_token !== 'string' || obj.access_token === '') {
     throw new ToolgateError('ERR_TOKEN_EXCHANGE', 'token exchange: response has no access_token')
@@ -73,7 +91,10 @@ export function processExchangeResponse(res: {status: number; body: unknown}): E
   if (obj.expires_in !== undefined) {
     const n = typeof obj.expires_in === 'string' ? Number(obj.expires_in) : obj.expires_in
     if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) {
-      throw new ToolgateError('ERR_TOKEN_EXCHANGE', 'token exchange: expires_in is not a non-negative number')
+      throw new ToolgateError(
+        'ERR_TOKEN_EXCHANGE',
+        'token exchange: expires_in is not a non-negative number',
+      )
     }
     expiresIn = n
   }

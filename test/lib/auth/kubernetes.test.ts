@@ -31,12 +31,16 @@ before(async () => {
   pki = createTestPki()
   const {privateKey, publicKey} = await generateKeyPair('RS256')
   const jwk = {...(await exportJWK(publicKey)), kid: 'k8s-key-1', alg: 'RS256', use: 'sig'}
-  sign = (claims) => new SignJWT(claims).setProtectedHeader({alg: 'RS256', kid: 'k8s-key-1'}).sign(privateKey)
+  sign = (claims) =>
+    new SignJWT(claims).setProtectedHeader({alg: 'RS256', kid: 'k8s-key-1'}).sign(privateKey)
   server = createServer({cert: pki.cert, key: pki.key}, (req, res) => {
     seen.push(req.headers.authorization)
     if (req.url !== '/openid/v1/jwks') return void res.writeHead(404).end()
-    if (req.headers.authorization !== `Bearer ${expectedBearer}`) return void res.writeHead(401).end('{"kind":"Status","code":401}')
-    res.writeHead(200, {'content-type': 'application/jwk-set+json'}).end(JSON.stringify({keys: [jwk]}))
+    if (req.headers.authorization !== `Bearer ${expectedBearer}`)
+      return void res.writeHead(401).end('{"kind":"Status","code":401}')
+    res
+      .writeHead(200, {'content-type': 'application/jwk-set+json'})
+      .end(JSON.stringify({keys: [jwk]}))
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   jwksUrl = `https://127.0.0.1:${(server.address() as AddressInfo).port}/openid/v1/jwks`
@@ -60,12 +64,29 @@ const serviceAccountClaims = () => ({
 })
 
 function provider(overrides: Partial<ProviderConfig> = {}): ProviderConfig {
-  return {name: 'kubernetes', issuerUrl: ISSUER, audience: AUDIENCE, jwksUrl, caCertPath: pki.caCertPath, authTokenFile: tokenFile, allowPrivateIP: true, ...overrides}
+  return {
+    name: 'kubernetes',
+    issuerUrl: ISSUER,
+    audience: AUDIENCE,
+    jwksUrl,
+    caCertPath: pki.caCertPath,
+    authTokenFile: tokenFile,
+    allowPrivateIP: true,
+    ...overrides,
+  }
 }
 
 async function run(cfg: ProviderConfig, token: string) {
   const logger = createMemoryLogger()
-  const auth = createAuthenticator({resourceUrl: 'https://registry.example', realm: 'mcp-registry', publicPaths: [], providers: [cfg]}, {logger})
+  const auth = createAuthenticator(
+    {
+      resourceUrl: 'https://registry.example',
+      realm: 'mcp-registry',
+      publicPaths: [],
+      providers: [cfg],
+    },
+    {logger},
+  )
   try {
     return {outcome: await auth.authenticate(`Bearer ${token}`), lines: logger.lines}
   } finally {
@@ -81,39 +102,92 @@ test('accepts a service-account token: private CA, bearer-protected JWKS, allowP
 })
 
 test('without allowPrivateIP the JWKS host is refused, with a clear log line', async () => {
-  const {outcome, lines} = await run(provider({allowPrivateIP: false}), await sign(serviceAccountClaims()))
+  const {outcome, lines} = await run(
+    provider({allowPrivateIP: false}),
+    await sign(serviceAccountClaims()),
+  )
   assert.equal(outcome.ok, false)
-  assert.ok(lines.some((l) => /provider=kubernetes/.test(l) && /127\.0\.0\.1 refused: loopback address is not allowed; set allowPrivateIP/.test(l)), lines.join('\n'))
+  assert.ok(
+    lines.some(
+      (l) =>
+        /provider=kubernetes/.test(l) &&
+        /127\.0\.0\.1 refused: loopback address is not allowed; set allowPrivateIP/.test(l),
+    ),
+    lines.join('\n'),
+  )
 })
 
 test('without caCertPath TLS verification fails, with a clear log line', async () => {
-  const {outcome, lines} = await run(provider({caCertPath: undefined}), await sign(serviceAccountClaims()))
+  const {outcome, lines} = await run(
+    provider({caCertPath: undefined}),
+    await sign(serviceAccountClaims()),
+  )
   assert.equal(outcome.ok, false)
-  assert.ok(lines.some((l) => /provider=kubernetes/.test(l) && /failed TLS verification/.test(l) && /caCertPath/.test(l)), lines.join('\n'))
+  assert.ok(
+    lines.some(
+      (l) =>
+        /provider=kubernetes/.test(l) && /failed TLS verification/.test(l) && /caCertPath/.test(l),
+    ),
+    lines.join('\n'),
+  )
 })
 
 test('without authTokenFile the JWKS endpoint answers 401 and the token is refused', async () => {
-  const {outcome, lines} = await run(provider({authTokenFile: undefined}), await sign(serviceAccountClaims()))
+  const {outcome, lines} = await run(
+    provider({authTokenFile: undefined}),
+    await sign(serviceAccountClaims()),
+  )
   assert.equal(outcome.ok, false)
-  assert.ok(lines.some((l) => /provider=kubernetes/.test(l) && /unavailable/.test(l)), lines.join('\n'))
+  assert.ok(
+    lines.some((l) => /provider=kubernetes/.test(l) && /unavailable/.test(l)),
+    lines.join('\n'),
+  )
 })
 
 test('a token for another audience or issuer is refused', async () => {
-  assert.equal((await run(provider(), await sign({...serviceAccountClaims(), aud: ['https://kubernetes.default.svc']}))).outcome.ok, false)
-  assert.equal((await run(provider(), await sign({...serviceAccountClaims(), iss: 'https://kubernetes.default.svc'}))).outcome.ok, false)
+  assert.equal(
+    (
+      await run(
+        provider(),
+        await sign({...serviceAccountClaims(), aud: ['https://kubernetes.default.svc']}),
+      )
+    ).outcome.ok,
+    false,
+  )
+  assert.equal(
+    (
+      await run(
+        provider(),
+        await sign({...serviceAccountClaims(), iss: 'https://kubernetes.default.svc'}),
+      )
+    ).outcome.ok,
+    false,
+  )
 })
 
 test('the authTokenFile is re-read when the kubelet rotates it', async () => {
   const logger = createMemoryLogger()
   const auth = createAuthenticator(
-    {resourceUrl: 'https://registry.example', realm: 'mcp-registry', publicPaths: [], providers: [provider()]},
+    {
+      resourceUrl: 'https://registry.example',
+      realm: 'mcp-registry',
+      publicPaths: [],
+      providers: [provider()],
+    },
     {logger, jwksCacheMaxAgeMs: 0, jwksCooldownMs: 0},
   )
   try {
     assert.equal((await auth.authenticate(`Bearer ${await sign(serviceAccountClaims())}`)).ok, true)
     expectedBearer = 'pod-token-v2'
     writeFileSync(tokenFile, expectedBearer + '\n')
-    assert.equal((await auth.authenticate(`Bearer ${await sign({...serviceAccountClaims(), sub: 'system:serviceaccount:agents:other'})}`)).ok, true)
+    assert.equal(
+      (
+        await auth.authenticate(
+          `Bearer ${await sign({...serviceAccountClaims(), sub: 'system:serviceaccount:agents:other'})}`,
+        )
+      ).ok,
+      true,
+    )
     assert.equal(seen.at(-1), 'Bearer pod-token-v2')
   } finally {
     expectedBearer = 'pod-token-v1'

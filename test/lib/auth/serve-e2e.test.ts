@@ -8,8 +8,18 @@ import assert from 'node:assert/strict'
 import {request} from 'node:http'
 import {rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {OPAQUE_RESOURCE, startOidcProvider, type OidcProviderFixture} from '../../helpers/oidc-provider.ts'
-import {FIXTURES, startServe, tempDir, writeConfig, type ServeProcess} from '../../helpers/serve-process.ts'
+import {
+  OPAQUE_RESOURCE,
+  startOidcProvider,
+  type OidcProviderFixture,
+} from '../../helpers/oidc-provider.ts'
+import {
+  FIXTURES,
+  startServe,
+  tempDir,
+  writeConfig,
+  type ServeProcess,
+} from '../../helpers/serve-process.ts'
 
 const LIST = '/registry/default/v0.1/servers'
 let a: OidcProviderFixture
@@ -23,15 +33,31 @@ before(async () => {
   b = await startOidcProvider({audience: 'api://registry'})
   dir = tempDir()
   writeFileSync(join(dir, 'b-secret'), b.client.clientSecret, {mode: 0o600})
-  const config = writeConfig(dir, 'serve.json', JSON.stringify({
-    sources: [{name: 'fixture', file: {path: join(FIXTURES, 'registry.json')}}],
-    registries: [{name: 'default', sources: ['fixture']}],
-    auth: {oauth: {resourceUrl: 'https://registry.example.test', providers: [
-      {name: 'a', issuerUrl: a.issuer, audience: 'api://registry', allowPrivateIP: true},
-      {name: 'b', issuerUrl: b.issuer, audience: 'api://registry', allowPrivateIP: true,
-        introspectionUrl: b.introspectionUrl, clientId: b.client.clientId, clientSecretFile: join(dir, 'b-secret')},
-    ]}},
-  }))
+  const config = writeConfig(
+    dir,
+    'serve.json',
+    JSON.stringify({
+      sources: [{name: 'fixture', file: {path: join(FIXTURES, 'registry.json')}}],
+      registries: [{name: 'default', sources: ['fixture']}],
+      auth: {
+        oauth: {
+          resourceUrl: 'https://registry.example.test',
+          providers: [
+            {name: 'a', issuerUrl: a.issuer, audience: 'api://registry', allowPrivateIP: true},
+            {
+              name: 'b',
+              issuerUrl: b.issuer,
+              audience: 'api://registry',
+              allowPrivateIP: true,
+              introspectionUrl: b.introspectionUrl,
+              clientId: b.client.clientId,
+              clientSecretFile: join(dir, 'b-secret'),
+            },
+          ],
+        },
+      },
+    }),
+  )
   s = await startServe(['--config', config, '--debug'], {dir})
 })
 after(async () => {
@@ -41,13 +67,29 @@ after(async () => {
   if (dir) rmSync(dir, {recursive: true, force: true})
 })
 
-function get(authorization: string | string[] | undefined): Promise<{status: number; challenge: string | undefined}> {
+function get(
+  authorization: string | string[] | undefined,
+): Promise<{status: number; challenge: string | undefined}> {
   const u = new URL(s.url)
   return new Promise((resolve, reject) => {
-    const req = request({host: u.hostname, port: u.port, path: LIST, headers: (authorization === undefined ? {} : {authorization}) as Record<string, string | string[]>, timeout: 30_000}, (res) => {
-      res.resume()
-      res.on('end', () => resolve({status: res.statusCode ?? 0, challenge: res.headers['www-authenticate']}))
-    })
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: LIST,
+        headers: (authorization === undefined ? {} : {authorization}) as Record<
+          string,
+          string | string[]
+        >,
+        timeout: 30_000,
+      },
+      (res) => {
+        res.resume()
+        res.on('end', () =>
+          resolve({status: res.statusCode ?? 0, challenge: res.headers['www-authenticate']}),
+        )
+      },
+    )
     req.on('timeout', () => req.destroy(new Error('request hung')))
     req.on('error', reject)
     req.end()
@@ -55,9 +97,22 @@ function get(authorization: string | string[] | undefined): Promise<{status: num
 }
 
 test('JWT from provider A and an opaque token introspected at provider B both reach the registry', async () => {
-  assert.equal((await get(`Bearer ${await a.issueAccessToken({audience: 'api://registry'})}`)).status, 200)
-  assert.equal((await get(`Bearer ${await a.clientCredentialsToken({resource: 'api://registry'})}`)).status, 200)
-  assert.equal((await get(`Bearer ${await b.issueAccessToken({audience: 'api://registry', format: 'opaque'})}`)).status, 200)
+  assert.equal(
+    (await get(`Bearer ${await a.issueAccessToken({audience: 'api://registry'})}`)).status,
+    200,
+  )
+  assert.equal(
+    (await get(`Bearer ${await a.clientCredentialsToken({resource: 'api://registry'})}`)).status,
+    200,
+  )
+  assert.equal(
+    (
+      await get(
+        `Bearer ${await b.issueAccessToken({audience: 'api://registry', format: 'opaque'})}`,
+      )
+    ).status,
+    200,
+  )
 })
 
 test('hostile tokens and headers through serve are 401 with the challenge, never 5xx or a hang', async () => {
@@ -73,7 +128,10 @@ test('hostile tokens and headers through serve are 401 with the challenge, never
     ['iss trailing slash', `Bearer ${await a.signJwt({...good, iss: a.issuer + '/'})}`],
     ['aud mismatch', `Bearer ${await a.signJwt({...good, aud: 'api://other'})}`],
     ['opaque unknown to B', 'Bearer not-a-real-opaque-token'],
-    ['opaque from B for another audience', `Bearer ${await b.clientCredentialsToken({resource: OPAQUE_RESOURCE})}`],
+    [
+      'opaque from B for another audience',
+      `Bearer ${await b.clientCredentialsToken({resource: OPAQUE_RESOURCE})}`,
+    ],
     ['garbage', 'Bearer x.y.z'],
     ['12 KB token', 'Bearer ' + 'A'.repeat(12 * 1024)],
     ['bearer lower-case', `bearer ${valid}`],
@@ -86,28 +144,35 @@ test('hostile tokens and headers through serve are 401 with the challenge, never
   for (const [name, header] of cases) {
     const r = await get(header)
     assert.equal(r.status, 401, `${name}: ${r.status}`)
-    assert.match(r.challenge ?? '', /^Bearer realm="mcp-registry", error="invalid_(request|token)", error_description="[^"]+", resource_metadata="https:\/\/registry\.example\.test\/\.well-known\/oauth-protected-resource"$/, name)
+    assert.match(
+      r.challenge ?? '',
+      /^Bearer realm="mcp-registry", error="invalid_(request|token)", error_description="[^"]+", resource_metadata="https:\/\/registry\.example\.test\/\.well-known\/oauth-protected-resource"$/,
+      name,
+    )
   }
-  assert.equal((await get(`Bearer ${valid}`)).status, 200, 'control: the valid token used above is accepted')
+  assert.equal(
+    (await get(`Bearer ${valid}`)).status,
+    200,
+    'control: the valid token used above is accepted',
+  )
 })
 
-test(
-  'two Authorization headers through serve are 401 invalid_request',
-  async () => {
-    const valid = await a.signJwt({iss: a.issuer, aud: 'api://registry', sub: 'alice', exp: now() + 600})
-    const r = await get([`Bearer ${valid}`, `Bearer ${valid}`])
-    assert.equal(r.status, 401)
-    assert.match(r.challenge ?? '', /error="invalid_request"/)
-  },
-)
+test('two Authorization headers through serve are 401 invalid_request', async () => {
+  const valid = await a.signJwt({
+    iss: a.issuer,
+    aud: 'api://registry',
+    sub: 'alice',
+    exp: now() + 600,
+  })
+  const r = await get([`Bearer ${valid}`, `Bearer ${valid}`])
+  assert.equal(r.status, 401)
+  assert.match(r.challenge ?? '', /error="invalid_request"/)
+})
 
-test(
-  'a 64 KB token through serve is a 401',
-  async () => {
-    const r = await get('Bearer ' + 'A'.repeat(64 * 1024))
-    assert.equal(r.status, 401)
-  },
-)
+test('a 64 KB token through serve is a 401', async () => {
+  const r = await get('Bearer ' + 'A'.repeat(64 * 1024))
+  assert.equal(r.status, 401)
+})
 
 test('serve logs never contain a token', async () => {
   const token = await a.issueAccessToken({audience: 'api://registry'})

@@ -25,12 +25,25 @@ const CALL_ECHO = 'permit(principal, action == Action::"call_tool", resource == 
 const cases: Case[] = [
   // permit all principals on one tool
   {name: 'permit-all on one tool allows that tool', policies: [CALL_ECHO], id: 'echo', allow: true},
-  {name: 'permit-all on one tool denies another tool', policies: [CALL_ECHO], id: 'get-sum', allow: false},
-  {name: 'a call_tool permit does not cover get_prompt of the same name', policies: [CALL_ECHO], action: 'get_prompt', id: 'echo', allow: false},
+  {
+    name: 'permit-all on one tool denies another tool',
+    policies: [CALL_ECHO],
+    id: 'get-sum',
+    allow: false,
+  },
+  {
+    name: 'a call_tool permit does not cover get_prompt of the same name',
+    policies: [CALL_ECHO],
+    action: 'get_prompt',
+    id: 'echo',
+    allow: false,
+  },
   // one client on one tool
   ...(['alice', 'bob'] as const).map((sub) => ({
     name: `one client on one tool: ${sub}`,
-    policies: ['permit(principal == Client::"alice", action == Action::"call_tool", resource == Tool::"echo");'],
+    policies: [
+      'permit(principal == Client::"alice", action == Action::"call_tool", resource == Tool::"echo");',
+    ],
     sub,
     id: 'echo',
     allow: sub === 'alice',
@@ -38,19 +51,25 @@ const cases: Case[] = [
   // role via claim_roles
   {
     name: 'role via principal.claim_roles.contains allows the role',
-    policies: ['permit(principal, action == Action::"call_tool", resource) when { principal.claim_roles.contains("admin") };'],
+    policies: [
+      'permit(principal, action == Action::"call_tool", resource) when { principal.claim_roles.contains("admin") };',
+    ],
     claims: {roles: ['user', 'admin']},
     allow: true,
   },
   {
     name: 'role via principal.claim_roles.contains denies other roles',
-    policies: ['permit(principal, action == Action::"call_tool", resource) when { principal.claim_roles.contains("admin") };'],
+    policies: [
+      'permit(principal, action == Action::"call_tool", resource) when { principal.claim_roles.contains("admin") };',
+    ],
     claims: {roles: ['user']},
     allow: false,
   },
   {
     name: 'a missing claim read without has denies',
-    policies: ['permit(principal, action == Action::"call_tool", resource) when { principal.claim_roles.contains("admin") };'],
+    policies: [
+      'permit(principal, action == Action::"call_tool", resource) when { principal.claim_roles.contains("admin") };',
+    ],
     claims: {},
     allow: false,
   },
@@ -62,7 +81,9 @@ const cases: Case[] = [
   },
   {
     name: 'claims are also in the context',
-    policies: ['permit(principal, action, resource) when { context.claim_email == "a@example.com" };'],
+    policies: [
+      'permit(principal, action, resource) when { context.claim_email == "a@example.com" };',
+    ],
     claims: {email: 'a@example.com'},
     allow: true,
   },
@@ -73,21 +94,27 @@ const cases: Case[] = [
     ['delete', false],
   ].map(([op, allow]) => ({
     name: `argument condition resource.arg_operation == ${op}`,
-    policies: ['permit(principal, action == Action::"call_tool", resource == Tool::"calc") when { resource.arg_operation == "add" || resource.arg_operation == "subtract" };'],
+    policies: [
+      'permit(principal, action == Action::"call_tool", resource == Tool::"calc") when { resource.arg_operation == "add" || resource.arg_operation == "subtract" };',
+    ],
     id: 'calc',
     args: {operation: op},
     allow: allow as boolean,
   })),
   {
     name: 'argument condition without the argument denies',
-    policies: ['permit(principal, action == Action::"call_tool", resource == Tool::"calc") when { resource.arg_operation == "add" };'],
+    policies: [
+      'permit(principal, action == Action::"call_tool", resource == Tool::"calc") when { resource.arg_operation == "add" };',
+    ],
     id: 'calc',
     args: {},
     allow: false,
   },
   {
     name: 'integral number arguments are Longs',
-    policies: ['permit(principal, action, resource) when { resource.arg_count < 10 && context.arg_count == 5 };'],
+    policies: [
+      'permit(principal, action, resource) when { resource.arg_count < 10 && context.arg_count == 5 };',
+    ],
     args: {count: 5},
     allow: true,
   },
@@ -105,7 +132,9 @@ const cases: Case[] = [
   },
   {
     name: 'object arguments are only marked present',
-    policies: ['permit(principal, action, resource) when { resource.arg_opts_present && !(resource has arg_opts) };'],
+    policies: [
+      'permit(principal, action, resource) when { resource.arg_opts_present && !(resource has arg_opts) };',
+    ],
     args: {opts: {a: 1}},
     allow: true,
   },
@@ -136,15 +165,27 @@ const cases: Case[] = [
       ['a single string group', {groups: 'eng'}, undefined, true],
       ['a custom claim', {team: ['eng']}, 'team', true],
       ['a nested dot-path claim', {realm_access: {roles: ['eng']}}, 'realm_access.roles', true],
-      ['an exact key containing a dot, before the dot path', {'realm_access.roles': ['eng'], realm_access: {roles: ['x']}}, 'realm_access.roles', true],
+      [
+        'an exact key containing a dot, before the dot path',
+        {'realm_access.roles': ['eng'], realm_access: {roles: ['x']}},
+        'realm_access.roles',
+        true,
+      ],
       ['the default claims when the custom claim is absent', {groups: ['eng']}, 'team', true],
-      ['groups first: roles are not read when groups is present', {groups: ['ops'], roles: ['eng']}, undefined, false],
+      [
+        'groups first: roles are not read when groups is present',
+        {groups: ['ops'], roles: ['eng']},
+        undefined,
+        false,
+      ],
       ['no group claim at all', {}, undefined, false],
       ['another group', {groups: ['ops']}, undefined, false],
     ] as const
   ).map(([label, claims, groupClaim, allow]) => ({
     name: `principal in ToolgateGroup from ${label}`,
-    policies: ['permit(principal in ToolgateGroup::"eng", action == Action::"call_tool", resource);'],
+    policies: [
+      'permit(principal in ToolgateGroup::"eng", action == Action::"call_tool", resource);',
+    ],
     claims: claims as Record<string, unknown>,
     ...(groupClaim === undefined ? {} : {groupClaim}),
     allow,
@@ -159,67 +200,101 @@ const cases: Case[] = [
   {
     name: 'group hierarchy from entities_json applies',
     policies: ['permit(principal in ToolgateGroup::"staff", action, resource);'],
-    entities: [{uid: {type: 'ToolgateGroup', id: 'eng'}, attrs: {}, parents: [{type: 'ToolgateGroup', id: 'staff'}]}],
+    entities: [
+      {
+        uid: {type: 'ToolgateGroup', id: 'eng'},
+        attrs: {},
+        parents: [{type: 'ToolgateGroup', id: 'staff'}],
+      },
+    ],
     claims: {groups: ['eng']},
     allow: true,
   },
   // forbid beats permit
   {
     name: 'forbid beats permit',
-    policies: ['permit(principal, action, resource);', 'forbid(principal, action, resource == Tool::"echo");'],
+    policies: [
+      'permit(principal, action, resource);',
+      'forbid(principal, action, resource == Tool::"echo");',
+    ],
     id: 'echo',
     allow: false,
   },
   {
     name: 'an erroring forbid denies',
-    policies: ['permit(principal, action, resource);', 'forbid(principal, action, resource) when { principal.claim_blocked };'],
+    policies: [
+      'permit(principal, action, resource);',
+      'forbid(principal, action, resource) when { principal.claim_blocked };',
+    ],
     claims: {},
     allow: false,
   },
   // Spec: "a policy that throws an evaluation error … results in a deny", even when another permit allows.
   {
     name: 'an erroring permit denies what another permit allows',
-    policies: [CALL_ECHO, 'permit(principal, action, resource) when { principal.claim_roles.contains("admin") };'],
+    policies: [
+      CALL_ECHO,
+      'permit(principal, action, resource) when { principal.claim_roles.contains("admin") };',
+    ],
     claims: {},
     id: 'echo',
     allow: false,
   },
   {
     name: 'the same permit guarded with has no longer errors, so the other permit allows',
-    policies: [CALL_ECHO, 'permit(principal, action, resource) when { principal has claim_roles && principal.claim_roles.contains("admin") };'],
+    policies: [
+      CALL_ECHO,
+      'permit(principal, action, resource) when { principal has claim_roles && principal.claim_roles.contains("admin") };',
+    ],
     claims: {},
     id: 'echo',
     allow: true,
   },
   {
     name: 'an erroring permit scoped to the same exact resource denies it',
-    policies: [CALL_ECHO, 'permit(principal, action, resource == Tool::"echo") when { principal.claim_level > 3 };'],
+    policies: [
+      CALL_ECHO,
+      'permit(principal, action, resource == Tool::"echo") when { principal.claim_level > 3 };',
+    ],
     claims: {},
     id: 'echo',
     allow: false,
   },
   {
     name: 'an erroring permit scoped to another resource does not touch this one',
-    policies: [CALL_ECHO, 'permit(principal, action, resource == Tool::"other") when { principal.claim_level > 3 };'],
+    policies: [
+      CALL_ECHO,
+      'permit(principal, action, resource == Tool::"other") when { principal.claim_level > 3 };',
+    ],
     claims: {},
     id: 'echo',
     allow: true,
   },
   {
     name: 'a permit erroring on a type mismatch denies what another permit allows',
-    policies: [CALL_ECHO, 'permit(principal, action, resource) when { principal.claim_level > 3 };'],
+    policies: [
+      CALL_ECHO,
+      'permit(principal, action, resource) when { principal.claim_level > 3 };',
+    ],
     claims: {level: 'high'},
     id: 'echo',
     allow: false,
   },
   {
     name: 'an erroring forbid scoped to an action not requested does not deny',
-    policies: [CALL_ECHO, 'forbid(principal, action == Action::"get_prompt", resource) when { principal.claim_x };'],
+    policies: [
+      CALL_ECHO,
+      'forbid(principal, action == Action::"get_prompt", resource) when { principal.claim_x };',
+    ],
     claims: {},
     id: 'echo',
     allow: true,
   },
-  {name: 'no policy matching is a deny (default deny)', policies: ['permit(principal, action == Action::"get_prompt", resource);'], allow: false},
+  {
+    name: 'no policy matching is a deny (default deny)',
+    policies: ['permit(principal, action == Action::"get_prompt", resource);'],
+    allow: false,
+  },
   // annotations
   ...(
     [
@@ -230,20 +305,43 @@ const cases: Case[] = [
     ] as const
   ).map(([label, annotations, allow]) => ({
     name: `annotation guard with ${label}`,
-    policies: ['permit(principal, action == Action::"call_tool", resource) when { resource has readOnlyHint && resource.readOnlyHint };'],
+    policies: [
+      'permit(principal, action == Action::"call_tool", resource) when { resource has readOnlyHint && resource.readOnlyHint };',
+    ],
     ...(annotations ? {annotations} : {}),
     allow,
   })),
   {
     name: 'an annotation read without has denies when missing',
-    policies: ['permit(principal, action == Action::"call_tool", resource) when { resource.destructiveHint == false };'],
+    policies: [
+      'permit(principal, action == Action::"call_tool", resource) when { resource.destructiveHint == false };',
+    ],
     allow: false,
   },
   // case sensitivity
-  {name: 'case mismatch in the resource denies', policies: ['permit(principal, action == Action::"call_tool", resource == Tool::"Echo");'], id: 'echo', allow: false},
-  {name: 'case mismatch in the action denies', policies: ['permit(principal, action == Action::"Call_Tool", resource);'], allow: false},
-  {name: 'case mismatch in the principal denies', policies: ['permit(principal == Client::"Alice", action, resource);'], sub: 'alice', allow: false},
-  {name: 'case mismatch in a group denies', policies: ['permit(principal in ToolgateGroup::"Eng", action, resource);'], claims: {groups: ['eng']}, allow: false},
+  {
+    name: 'case mismatch in the resource denies',
+    policies: ['permit(principal, action == Action::"call_tool", resource == Tool::"Echo");'],
+    id: 'echo',
+    allow: false,
+  },
+  {
+    name: 'case mismatch in the action denies',
+    policies: ['permit(principal, action == Action::"Call_Tool", resource);'],
+    allow: false,
+  },
+  {
+    name: 'case mismatch in the principal denies',
+    policies: ['permit(principal == Client::"Alice", action, resource);'],
+    sub: 'alice',
+    allow: false,
+  },
+  {
+    name: 'case mismatch in a group denies',
+    policies: ['permit(principal in ToolgateGroup::"Eng", action, resource);'],
+    claims: {groups: ['eng']},
+    allow: false,
+  },
   // resource URIs verbatim
   ...(
     [
@@ -254,7 +352,9 @@ const cases: Case[] = [
     ] as const
   ).map(([uri, allow]) => ({
     name: `resource URIs are compared verbatim: ${uri}`,
-    policies: ['permit(principal, action == Action::"read_resource", resource == Resource::"file:///data/a%20b.txt");'],
+    policies: [
+      'permit(principal, action == Action::"read_resource", resource == Resource::"file:///data/a%20b.txt");',
+    ],
     action: 'read_resource' as const,
     id: uri,
     allow,
@@ -262,13 +362,17 @@ const cases: Case[] = [
   // claims conversion
   {
     name: 'object claims are records',
-    policies: ['permit(principal, action, resource) when { context.claim_act.sub == "svc" && principal.claim_act.depth == 2 };'],
+    policies: [
+      'permit(principal, action, resource) when { context.claim_act.sub == "svc" && principal.claim_act.depth == 2 };',
+    ],
     claims: {act: {sub: 'svc', depth: 2}},
     allow: true,
   },
   {
     name: 'a claim cannot smuggle an entity reference',
-    policies: ['permit(principal, action, resource) when { principal.claim_x == Client::"admin" };'],
+    policies: [
+      'permit(principal, action, resource) when { principal.claim_x == Client::"admin" };',
+    ],
     claims: {x: {__entity: {type: 'Client', id: 'admin'}}},
     allow: false,
   },
@@ -281,7 +385,9 @@ const cases: Case[] = [
   // entities_json
   {
     name: 'entities_json attributes of a tool are visible (per-tool owner)',
-    policies: ['permit(principal, action == Action::"call_tool", resource) when { resource has owner && resource.owner == principal.claim_sub };'],
+    policies: [
+      'permit(principal, action == Action::"call_tool", resource) when { resource has owner && resource.owner == principal.claim_sub };',
+    ],
     entities: [{uid: 'Tool::"echo"', attrs: {owner: 'alice'}, parents: []}],
     claims: {sub: 'alice'},
     id: 'echo',
@@ -322,9 +428,18 @@ describe('Cedar decisions for MCP requests (contract §6)', () => {
         const authz = new Authorizer(config, options)
         const sub = c.sub ?? 'alice'
         const principal = authz.principal(sub, {sub, ...c.claims})
-        const spec = {action: c.action ?? 'call_tool', id: c.id ?? 'echo', args: c.args, annotations: c.annotations}
+        const spec = {
+          action: c.action ?? 'call_tool',
+          id: c.id ?? 'echo',
+          args: c.args,
+          annotations: c.annotations,
+        }
         assert.equal(authz.decide(principal, spec).allowed, c.allow)
-        assert.equal(authz.decide(principal, spec).allowed, c.allow, 'a second (cached) decision agrees')
+        assert.equal(
+          authz.decide(principal, spec).allowed,
+          c.allow,
+          'a second (cached) decision agrees',
+        )
       }
     })
   }
@@ -349,14 +464,28 @@ describe('decision cache', () => {
 
   it('hits across tokens that differ only in claims no policy reads', () => {
     const authz = new Authorizer(config)
-    authz.decide(authz.principal('alice', {sub: 'alice', exp: 1, jti: 'a'}), {action: 'call_tool', id: 'x', args: {n: 1}})
-    const again = authz.decide(authz.principal('alice', {sub: 'alice', exp: 2, jti: 'b'}), {action: 'call_tool', id: 'x', args: {n: 1}})
+    authz.decide(authz.principal('alice', {sub: 'alice', exp: 1, jti: 'a'}), {
+      action: 'call_tool',
+      id: 'x',
+      args: {n: 1},
+    })
+    const again = authz.decide(authz.principal('alice', {sub: 'alice', exp: 2, jti: 'b'}), {
+      action: 'call_tool',
+      id: 'x',
+      args: {n: 1},
+    })
     assert.equal(again.cached, true)
   })
 
   it('names the erroring policies as the deciding ones and lists them as errored', () => {
     const authz = new Authorizer(
-      validateAuthzConfig({version: '1.0', type: 'cedarv1', cedar: {policies: [CALL_ECHO, 'permit(principal, action, resource) when { principal.claim_x };']}}),
+      validateAuthzConfig({
+        version: '1.0',
+        type: 'cedarv1',
+        cedar: {
+          policies: [CALL_ECHO, 'permit(principal, action, resource) when { principal.claim_x };'],
+        },
+      }),
     )
     const d = authz.decide(authz.principal('alice', {}), {action: 'call_tool', id: 'echo'})
     assert.equal(d.allowed, false)
@@ -368,7 +497,16 @@ describe('decision cache', () => {
     const lines: string[] = []
     const logger = createLogger({level: 'info', write: (l) => lines.push(l)})
     const authz = new Authorizer(
-      validateAuthzConfig({version: '1.0', type: 'cedarv1', cedar: {policies: [CALL_ECHO, 'permit(principal, action, resource) when { principal.claim_level > 3 };']}}),
+      validateAuthzConfig({
+        version: '1.0',
+        type: 'cedarv1',
+        cedar: {
+          policies: [
+            CALL_ECHO,
+            'permit(principal, action, resource) when { principal.claim_level > 3 };',
+          ],
+        },
+      }),
       {logger},
     )
     const p = authz.principal('alice', {level: 'secret-claim-value'})
@@ -384,29 +522,55 @@ describe('decision cache', () => {
 
   it('names the deciding policies', () => {
     const authz = new Authorizer(
-      validateAuthzConfig({version: '1.0', type: 'cedarv1', cedar: {policies: [CALL_ECHO, 'forbid(principal == Client::"bob", action, resource);']}}),
+      validateAuthzConfig({
+        version: '1.0',
+        type: 'cedarv1',
+        cedar: {policies: [CALL_ECHO, 'forbid(principal == Client::"bob", action, resource);']},
+      }),
     )
-    assert.deepEqual(authz.decide(authz.principal('alice', {}), {action: 'call_tool', id: 'echo'}).policies, ['policy0'])
-    assert.deepEqual(authz.decide(authz.principal('bob', {}), {action: 'call_tool', id: 'echo'}).policies, ['policy1'])
+    assert.deepEqual(
+      authz.decide(authz.principal('alice', {}), {action: 'call_tool', id: 'echo'}).policies,
+      ['policy0'],
+    )
+    assert.deepEqual(
+      authz.decide(authz.principal('bob', {}), {action: 'call_tool', id: 'echo'}).policies,
+      ['policy1'],
+    )
   })
 })
 
 describe('policy subsets per exact resource', () => {
   const build = (policies: string[], entities = '[]') =>
-    new Authorizer(validateAuthzConfig({version: '1.0', type: 'cedarv1', cedar: {policies, entities_json: entities}}))
+    new Authorizer(
+      validateAuthzConfig({
+        version: '1.0',
+        type: 'cedarv1',
+        cedar: {policies, entities_json: entities},
+      }),
+    )
 
   it('shares one cache entry between tools with equal attributes when no policy depends on which tool it is', () => {
-    const authz = build(['permit(principal, action == Action::"call_tool", resource) when { resource has readOnlyHint && resource.readOnlyHint };'])
+    const authz = build([
+      'permit(principal, action == Action::"call_tool", resource) when { resource has readOnlyHint && resource.readOnlyHint };',
+    ])
     const p = authz.principal('alice', {})
-    assert.equal(authz.decide(p, {action: 'call_tool', id: 'a', annotations: {readOnlyHint: true}}).cached, false)
+    assert.equal(
+      authz.decide(p, {action: 'call_tool', id: 'a', annotations: {readOnlyHint: true}}).cached,
+      false,
+    )
     const b = authz.decide(p, {action: 'call_tool', id: 'b', annotations: {readOnlyHint: true}})
     assert.equal(b.cached, true)
     assert.equal(b.allowed, true)
-    assert.equal(authz.decide(p, {action: 'call_tool', id: 'c', annotations: {readOnlyHint: false}}).allowed, false)
+    assert.equal(
+      authz.decide(p, {action: 'call_tool', id: 'c', annotations: {readOnlyHint: false}}).allowed,
+      false,
+    )
   })
 
   it('keeps tools apart when a condition names the resource', () => {
-    const authz = build(['permit(principal, action, resource) when { resource == Tool::"a" || resource in ToolgateGroup::"x" };'])
+    const authz = build([
+      'permit(principal, action, resource) when { resource == Tool::"a" || resource in ToolgateGroup::"x" };',
+    ])
     const p = authz.principal('alice', {})
     assert.equal(authz.decide(p, {action: 'call_tool', id: 'a'}).allowed, true)
     const b = authz.decide(p, {action: 'call_tool', id: 'b'})
@@ -415,14 +579,20 @@ describe('policy subsets per exact resource', () => {
   })
 
   it('keeps tools apart when entities_json may give them attributes', () => {
-    const authz = build(['permit(principal, action, resource) when { resource has owner };'], '[{"uid": "Tool::\\"a\\"", "attrs": {"owner": "x"}}]')
+    const authz = build(
+      ['permit(principal, action, resource) when { resource has owner };'],
+      '[{"uid": "Tool::\\"a\\"", "attrs": {"owner": "x"}}]',
+    )
     const p = authz.principal('alice', {})
     assert.equal(authz.decide(p, {action: 'call_tool', id: 'a'}).allowed, true)
     assert.equal(authz.decide(p, {action: 'call_tool', id: 'b'}).allowed, false)
   })
 
   it('an erroring policy for another tool does not affect this one', () => {
-    const authz = build(['permit(principal, action, resource == Tool::"a");', 'forbid(principal, action, resource == Tool::"b") when { principal.claim_x };'])
+    const authz = build([
+      'permit(principal, action, resource == Tool::"a");',
+      'forbid(principal, action, resource == Tool::"b") when { principal.claim_x };',
+    ])
     const p = authz.principal('alice', {})
     assert.equal(authz.decide(p, {action: 'call_tool', id: 'a'}).allowed, true)
     assert.equal(authz.decide(p, {action: 'call_tool', id: 'b'}).allowed, false)

@@ -302,7 +302,13 @@ test('an empty or whitespace-only clientSecretFile or authTokenFile is one error
         oauth: {
           ...oauth,
           providers: [
-            {...provider, name: 'corp', clientId: 'c', clientSecretFile: 'empty', authTokenFile: 'blank'},
+            {
+              ...provider,
+              name: 'corp',
+              clientId: 'c',
+              clientSecretFile: 'empty',
+              authTokenFile: 'blank',
+            },
           ],
         },
       },

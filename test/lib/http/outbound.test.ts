@@ -28,12 +28,27 @@ function lookupTo(address: string): LookupFunction {
 }
 
 const ranges: Array<[string, string | undefined]> = [
-  ['127.0.0.1', 'loopback'], ['127.255.0.9', 'loopback'], ['10.0.0.1', 'private'], ['172.16.0.1', 'private'],
-  ['172.31.255.255', 'private'], ['192.168.1.1', 'private'], ['169.254.169.254', 'link-local'],
-  ['100.64.0.1', 'carrier-grade NAT'], ['0.0.0.0', 'unspecified'], ['::', 'unspecified'], ['::1', 'loopback'],
-  ['fe80::1', 'link-local'], ['fd12:3456::1', 'unique-local'], ['fc00::1', 'unique-local'],
-  ['::ffff:127.0.0.1', 'loopback'], ['::ffff:a9fe:a9fe', 'link-local'], ['::ffff:10.0.0.1', 'private'],
-  ['8.8.8.8', undefined], ['172.32.0.1', undefined], ['2606:4700:4700::1111', undefined], ['::ffff:1.1.1.1', undefined],
+  ['127.0.0.1', 'loopback'],
+  ['127.255.0.9', 'loopback'],
+  ['10.0.0.1', 'private'],
+  ['172.16.0.1', 'private'],
+  ['172.31.255.255', 'private'],
+  ['192.168.1.1', 'private'],
+  ['169.254.169.254', 'link-local'],
+  ['100.64.0.1', 'carrier-grade NAT'],
+  ['0.0.0.0', 'unspecified'],
+  ['::', 'unspecified'],
+  ['::1', 'loopback'],
+  ['fe80::1', 'link-local'],
+  ['fd12:3456::1', 'unique-local'],
+  ['fc00::1', 'unique-local'],
+  ['::ffff:127.0.0.1', 'loopback'],
+  ['::ffff:a9fe:a9fe', 'link-local'],
+  ['::ffff:10.0.0.1', 'private'],
+  ['8.8.8.8', undefined],
+  ['172.32.0.1', undefined],
+  ['2606:4700:4700::1111', undefined],
+  ['::ffff:1.1.1.1', undefined],
 ]
 for (const [address, expected] of ranges) {
   test(`classifies ${address} as ${expected ?? 'public'}`, () => {
@@ -49,12 +64,15 @@ test('refuses a literal loopback address unless allowPrivateIP, naming the host 
   const open = createOutboundClient({allowPrivateIP: true})
   t.after(() => guarded.close())
   t.after(() => open.close())
-  await assert.rejects(guarded.fetch(`http://127.0.0.1:${port}/secret-path?token=abc`), (err: unknown) => {
-    assert.ok(isToolgateError(err, 'ERR_OUTBOUND_BLOCKED'))
-    assert.match(err.message, /127\.0\.0\.1/)
-    assert.doesNotMatch(err.message, /secret-path|token=abc/)
-    return true
-  })
+  await assert.rejects(
+    guarded.fetch(`http://127.0.0.1:${port}/secret-path?token=abc`),
+    (err: unknown) => {
+      assert.ok(isToolgateError(err, 'ERR_OUTBOUND_BLOCKED'))
+      assert.match(err.message, /127\.0\.0\.1/)
+      assert.doesNotMatch(err.message, /secret-path|token=abc/)
+      return true
+    },
+  )
   const res = await open.fetchJson(`http://127.0.0.1:${port}/x`)
   assert.deepEqual(res.body, {ok: true})
 })
@@ -70,7 +88,9 @@ test('refuses a DNS name that resolves to 127.0.0.1, checked at connect time', a
   ]
   for (const [client, host] of cases) {
     t.after(() => client.close())
-    await assert.rejects(client.fetch(`http://${host}:${port}/`), (err: unknown) => isToolgateError(err, 'ERR_OUTBOUND_BLOCKED'))
+    await assert.rejects(client.fetch(`http://${host}:${port}/`), (err: unknown) =>
+      isToolgateError(err, 'ERR_OUTBOUND_BLOCKED'),
+    )
   }
   const hostile = createOutboundClient({lookup: lookupTo('::ffff:127.0.0.1')})
   t.after(() => hostile.close())
@@ -88,7 +108,9 @@ test('times out a server that never answers with ERR_OUTBOUND_TIMEOUT', async (t
   t.after(() => close(server))
   const client = createOutboundClient({allowPrivateIP: true, timeoutMs: 300})
   t.after(() => client.close())
-  await assert.rejects(client.fetchJson(`http://127.0.0.1:${port}/`), (err: unknown) => isToolgateError(err, 'ERR_OUTBOUND_TIMEOUT'))
+  await assert.rejects(client.fetchJson(`http://127.0.0.1:${port}/`), (err: unknown) =>
+    isToolgateError(err, 'ERR_OUTBOUND_TIMEOUT'),
+  )
 })
 
 test('a refused connection is ERR_OUTBOUND_FAILED naming the host', async () => {
@@ -110,7 +132,9 @@ test('a refused connection is ERR_OUTBOUND_FAILED naming the host', async () => 
 test('caCertPath makes a private CA trusted; without it TLS verification fails', async (t) => {
   const pki = createTestPki()
   t.after(() => pki.cleanup())
-  const server = createHttpsServer({cert: pki.cert, key: pki.key}, (_req, res) => res.end('{"tls":true}'))
+  const server = createHttpsServer({cert: pki.cert, key: pki.key}, (_req, res) =>
+    res.end('{"tls":true}'),
+  )
   const port = await listen(server as unknown as Server)
   t.after(() => close(server as unknown as Server))
   const trusted = createOutboundClient({allowPrivateIP: true, caCertPath: pki.caCertPath})
@@ -131,13 +155,19 @@ test('a body over maxBytes is refused rather than buffered', async (t) => {
   t.after(() => close(server))
   const client = createOutboundClient({allowPrivateIP: true})
   t.after(() => client.close())
-  await assert.rejects(client.fetchJson(`http://127.0.0.1:${port}/`, {maxBytes: 1000}), (err: unknown) => isToolgateError(err, 'ERR_OUTBOUND_FAILED'))
+  await assert.rejects(
+    client.fetchJson(`http://127.0.0.1:${port}/`, {maxBytes: 1000}),
+    (err: unknown) => isToolgateError(err, 'ERR_OUTBOUND_FAILED'),
+  )
 })
 
 test('an unreadable caCertPath fails when the client is built', () => {
-  assert.throws(() => createOutboundClient({caCertPath: '/nonexistent/ca.pem', label: 'provider "k8s"'}), (err: unknown) => {
-    assert.ok(isToolgateError(err, 'ERR_FILE_UNREADABLE'))
-    assert.match(err.message, /provider "k8s"/)
-    return true
-  })
+  assert.throws(
+    () => createOutboundClient({caCertPath: '/nonexistent/ca.pem', label: 'provider "k8s"'}),
+    (err: unknown) => {
+      assert.ok(isToolgateError(err, 'ERR_FILE_UNREADABLE'))
+      assert.match(err.message, /provider "k8s"/)
+      return true
+    },
+  )
 })

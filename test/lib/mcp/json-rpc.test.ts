@@ -5,10 +5,18 @@ import {jsonRpcError, parseJsonRpcBody} from '../../../src/lib/mcp/json-rpc.ts'
 describe('JSON-RPC message parsing', () => {
   const table: [string, string, string][] = [
     ['a request', '{"jsonrpc":"2.0","id":1,"method":"tools/list"}', 'request'],
-    ['a request with a string id and params', '{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo"}}', 'request'],
+    [
+      'a request with a string id and params',
+      '{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo"}}',
+      'request',
+    ],
     ['a notification', '{"jsonrpc":"2.0","method":"notifications/initialized"}', 'notification'],
     ['a response to a server request', '{"jsonrpc":"2.0","id":7,"result":{}}', 'response'],
-    ['an error response', '{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"x"}}', 'response'],
+    [
+      'an error response',
+      '{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"x"}}',
+      'response',
+    ],
     ['not JSON', 'hello', 'not_json'],
     ['an empty body', '', 'not_json'],
     ['a batch', '[{"jsonrpc":"2.0","id":1,"method":"ping"}]', 'batch'],
@@ -29,12 +37,28 @@ describe('JSON-RPC message parsing', () => {
   }
 
   it('keeps method, id and params of a request', () => {
-    const out = parseJsonRpcBody('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"m":1}}}')
-    assert.deepEqual(out, {ok: true, message: {kind: 'request', id: 3, method: 'tools/call', params: {name: 'echo', arguments: {m: 1}}}})
+    const out = parseJsonRpcBody(
+      '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"m":1}}}',
+    )
+    assert.deepEqual(out, {
+      ok: true,
+      message: {
+        kind: 'request',
+        id: 3,
+        method: 'tools/call',
+        params: {name: 'echo', arguments: {m: 1}},
+      },
+    })
   })
 
   it('omits id from an error when the request had none', () => {
-    assert.equal(jsonRpcError(undefined, 403, 'Unauthorized'), '{"jsonrpc":"2.0","error":{"code":403,"message":"Unauthorized"}}')
-    assert.equal(jsonRpcError('x', 403, 'Unauthorized'), '{"jsonrpc":"2.0","id":"x","error":{"code":403,"message":"Unauthorized"}}')
+    assert.equal(
+      jsonRpcError(undefined, 403, 'Unauthorized'),
+      '{"jsonrpc":"2.0","error":{"code":403,"message":"Unauthorized"}}',
+    )
+    assert.equal(
+      jsonRpcError('x', 403, 'Unauthorized'),
+      '{"jsonrpc":"2.0","id":"x","error":{"code":403,"message":"Unauthorized"}}',
+    )
   })
 })

@@ -1,15 +1,24 @@
 import assert from 'node:assert/strict'
 import {describe, it} from 'node:test'
-import {createSseTransform, parseSseFields, serializeSseEvent, type SseEvent} from '../../../src/lib/mcp/sse.ts'
+import {
+  createSseTransform,
+  parseSseFields,
+  serializeSseEvent,
+  type SseEvent,
+} from '../../../src/lib/mcp/sse.ts'
 
-async function run(chunks: string[], mapper: (ev: SseEvent) => string | undefined): Promise<string> {
+async function run(
+  chunks: string[],
+  mapper: (ev: SseEvent) => string | undefined,
+): Promise<string> {
   const t = createSseTransform(mapper)
   const writer = t.writable.getWriter()
   const enc = new TextEncoder()
   const done = (async () => {
     let out = ''
     const dec = new TextDecoder()
-    for await (const c of t.readable as unknown as AsyncIterable<Uint8Array>) out += dec.decode(c, {stream: true})
+    for await (const c of t.readable as unknown as AsyncIterable<Uint8Array>)
+      out += dec.decode(c, {stream: true})
     return out
   })()
   for (const c of chunks) await writer.write(enc.encode(c))
@@ -19,16 +28,29 @@ async function run(chunks: string[], mapper: (ev: SseEvent) => string | undefine
 
 describe('SSE parsing and re-serialising', () => {
   it('reads data, event, id and retry fields and ignores comments', () => {
-    assert.deepEqual(parseSseFields([': comment', 'event: message', 'id: 7', 'retry: 100', 'data: {"a":', 'data:1}']), {
-      event: 'message',
-      id: '7',
-      retry: '100',
-      data: '{"a":\n1}',
-    })
+    assert.deepEqual(
+      parseSseFields([
+        ': comment',
+        'event: message',
+        'id: 7',
+        'retry: 100',
+        'data: {"a":',
+        'data:1}',
+      ]),
+      {
+        event: 'message',
+        id: '7',
+        retry: '100',
+        data: '{"a":\n1}',
+      },
+    )
   })
 
   it('serialises multi-line data as several data lines', () => {
-    assert.equal(serializeSseEvent({event: 'message', id: '1', retry: undefined, data: 'a\nb'}), 'event: message\nid: 1\ndata: a\ndata: b\n\n')
+    assert.equal(
+      serializeSseEvent({event: 'message', id: '1', retry: undefined, data: 'a\nb'}),
+      'event: message\nid: 1\ndata: a\ndata: b\n\n',
+    )
   })
 
   it('passes events through byte for byte when the mapper keeps them', async () => {
@@ -39,12 +61,17 @@ describe('SSE parsing and re-serialising', () => {
   const splits: [string, string[]][] = [
     ['one chunk', ['event: message\ndata: old\n\ndata: keep\n\n']],
     ['byte-sized chunks', [...'event: message\ndata: old\n\ndata: keep\n\n']],
-    ['a CRLF split across chunks', ['event: message\r\ndata: old\r', '\n\r', '\ndata: keep\r\n\r\n']],
+    [
+      'a CRLF split across chunks',
+      ['event: message\r\ndata: old\r', '\n\r', '\ndata: keep\r\n\r\n'],
+    ],
     ['CR-only line ends', ['event: message\rdata: old\r\rdata: keep\r\r']],
   ]
   for (const [label, chunks] of splits) {
     it(`replaces only the mapped event with ${label}`, async () => {
-      const out = await run(chunks, (ev) => (ev.data === 'old' ? serializeSseEvent({...ev, data: 'new'}) : undefined))
+      const out = await run(chunks, (ev) =>
+        ev.data === 'old' ? serializeSseEvent({...ev, data: 'new'}) : undefined,
+      )
       assert.match(out, /^event: message\ndata: new\n\n/)
       assert.match(out, /data: keep(\r\n|\r|\n)(\r\n|\r|\n)$/)
       assert.doesNotMatch(out, /old/)
@@ -62,7 +89,8 @@ describe('SSE parsing and re-serialising', () => {
     const w = t.writable.getWriter()
     const read = (async () => {
       let s = ''
-      for await (const c of t.readable as unknown as AsyncIterable<Uint8Array>) s += new TextDecoder().decode(c)
+      for await (const c of t.readable as unknown as AsyncIterable<Uint8Array>)
+        s += new TextDecoder().decode(c)
       return s
     })()
     await w.write(bytes.slice(0, 8))
@@ -72,21 +100,28 @@ describe('SSE parsing and re-serialising', () => {
   })
 
   it('passes an unterminated tail that holds no data line (a non-SSE error body keeps its text)', async () => {
-    assert.equal(await run(['data: done\n\n{"error":"Method not allowed"}'], () => undefined), 'data: done\n\n{"error":"Method not allowed"}')
+    assert.equal(
+      await run(['data: done\n\n{"error":"Method not allowed"}'], () => undefined),
+      'data: done\n\n{"error":"Method not allowed"}',
+    )
   })
 
   it('drops an unterminated tail whose last line is a data line without a colon', async () => {
     assert.equal(await run(['data: done\n\ndata'], () => undefined), 'data: done\n\n')
   })
 
-  async function runBytes(chunks: Uint8Array[], options?: Parameters<typeof createSseTransform>[1]): Promise<{out: string; error: unknown}> {
+  async function runBytes(
+    chunks: Uint8Array[],
+    options?: Parameters<typeof createSseTransform>[1],
+  ): Promise<{out: string; error: unknown}> {
     const t = createSseTransform(() => undefined, options)
     const writer = t.writable.getWriter()
     let out = ''
     let error: unknown
     const done = (async () => {
       try {
-        for await (const c of t.readable as unknown as AsyncIterable<Uint8Array>) out += new TextDecoder().decode(c)
+        for await (const c of t.readable as unknown as AsyncIterable<Uint8Array>)
+          out += new TextDecoder().decode(c)
       } catch (err) {
         error = err
       }
@@ -117,12 +152,15 @@ describe('SSE parsing and re-serialising', () => {
 
   it('sends the replacement once and discards the rest when onUndecodable gives one', async () => {
     let calls = 0
-    const {out, error} = await runBytes([enc('data: one\n\n'), notUtf8, enc('data: two\n\n'), notUtf8], {
-      onUndecodable: () => {
-        calls++
-        return 'data: refused\n\n'
+    const {out, error} = await runBytes(
+      [enc('data: one\n\n'), notUtf8, enc('data: two\n\n'), notUtf8],
+      {
+        onUndecodable: () => {
+          calls++
+          return 'data: refused\n\n'
+        },
       },
-    })
+    )
     assert.equal(error, undefined)
     assert.equal(out, 'data: one\n\ndata: refused\n\n')
     assert.equal(calls, 1)

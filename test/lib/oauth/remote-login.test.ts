@@ -7,16 +7,41 @@ import {after, before, describe, it} from 'node:test'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {isToolgateError} from '../../../src/lib/errors.ts'
 import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
-import {prepareRemoteAuth, startRemoteAuth, MemoryTokenStore, remoteAuthOptionsFromFlags} from '../../../src/lib/oauth/index.ts'
+import {
+  prepareRemoteAuth,
+  startRemoteAuth,
+  MemoryTokenStore,
+  remoteAuthOptionsFromFlags,
+} from '../../../src/lib/oauth/index.ts'
 import {createOAuthHttp, type FetchLike, type OAuthHttp} from '../../../src/lib/oauth/oauth-http.ts'
 import type {RemoteAuthOptions} from '../../../src/lib/oauth/remote-auth-options.ts'
-import {freePort, recordingUser, startLoginProvider, startProtectedResource, type ProtectedResource} from '../../helpers/oidc-login.ts'
+import {
+  freePort,
+  recordingUser,
+  startLoginProvider,
+  startProtectedResource,
+  type ProtectedResource,
+} from '../../helpers/oidc-login.ts'
 
 const AUDIENCE = 'https://mcp.example.test/mcp'
-const NATIVE = {client_id: 'native-confidential', client_secret: 'native-secret-value-0123456789', secret: 'native-secret-value-0123456789'}
+const NATIVE = {
+  client_id: 'native-confidential',
+  client_secret: 'native-secret-value-0123456789',
+  secret: 'native-secret-value-0123456789',
+}
 
-async function options(target: string, extra: Partial<RemoteAuthOptions> = {}): Promise<RemoteAuthOptions> {
-  return {targetUri: new URL(target), callbackPort: await freePort(), skipBrowser: true, timeoutMs: 20_000, resource: AUDIENCE, ...extra}
+async function options(
+  target: string,
+  extra: Partial<RemoteAuthOptions> = {},
+): Promise<RemoteAuthOptions> {
+  return {
+    targetUri: new URL(target),
+    callbackPort: await freePort(),
+    skipBrowser: true,
+    timeoutMs: 20_000,
+    resource: AUDIENCE,
+    ...extra,
+  }
 }
 
 async function callUpstream(url: string, token: string): Promise<number> {
@@ -32,7 +57,8 @@ function tappedHttp(registrations: Array<Record<string, string>>): OAuthHttp {
     (f: FetchLike): FetchLike =>
     async (url, init) => {
       const res = await f(url, init)
-      if (init?.method === 'POST' && new URL(url).pathname.endsWith('/reg')) registrations.push((await res.clone().json()) as Record<string, string>)
+      if (init?.method === 'POST' && new URL(url).pathname.endsWith('/reg'))
+        registrations.push((await res.clone().json()) as Record<string, string>)
       return res
     }
   return {trusted: tap(http.trusted), learned: tap(http.learned), close: () => http.close()}
@@ -74,11 +100,17 @@ describe('remote OAuth login against a real oidc-provider', () => {
   it('logs in through the issuer with a dynamically registered public client and PKCE', async () => {
     const user = recordingUser({login: 'alice'})
     const store = new MemoryTokenStore()
-    const source = await startRemoteAuth(await options(upstream.url, {issuer: new URL(idp.issuer)}), {store, progress: user.sink})
+    const source = await startRemoteAuth(
+      await options(upstream.url, {issuer: new URL(idp.issuer)}),
+      {store, progress: user.sink},
+    )
     try {
       const token = await source.getToken()
       assert.equal(await callUpstream(upstream.url, token), 200)
-      assert.deepEqual(user.events.map((e) => e.event), ['discovered', 'registered', 'login_url', 'waiting', 'logged_in'])
+      assert.deepEqual(
+        user.events.map((e) => e.event),
+        ['discovered', 'registered', 'login_url', 'waiting', 'logged_in'],
+      )
       assert.equal(user.events.at(-1)?.subject, 'alice')
       const loginUrl = new URL(user.events.find((e) => e.event === 'login_url')?.url as string)
       assert.equal(loginUrl.searchParams.get('code_challenge_method'), 'S256')
@@ -92,12 +124,24 @@ describe('remote OAuth login against a real oidc-provider', () => {
       assert.match(page?.page ?? '', /Logged in as alice/)
       // The registration and the refresh token are both saved for the next start.
       assert.equal(store.entries.size, 2)
-      const client = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('/client'))?.[1] as string)
+      const client = JSON.parse(
+        [...store.entries.entries()].find(([k]) => k.endsWith('/client'))?.[1] as string,
+      )
       assert.equal(client.token_endpoint_auth_method, 'none')
       // Nothing uses RFC 7592 management, so its credentials are not kept at rest.
-      assert.deepEqual(Object.keys(client).sort(), ['client_id', 'dynamic', 'redirect_uri', 'token_endpoint_auth_method'])
-      const refresh = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('/refresh'))?.[1] as string)
-      assert.deepEqual({scopes: refresh.scopes, resource: refresh.resource}, {scopes: ['openid', 'profile', 'email'], resource: AUDIENCE})
+      assert.deepEqual(Object.keys(client).sort(), [
+        'client_id',
+        'dynamic',
+        'redirect_uri',
+        'token_endpoint_auth_method',
+      ])
+      const refresh = JSON.parse(
+        [...store.entries.entries()].find(([k]) => k.endsWith('/refresh'))?.[1] as string,
+      )
+      assert.deepEqual(
+        {scopes: refresh.scopes, resource: refresh.resource},
+        {scopes: ['openid', 'profile', 'email'], resource: AUDIENCE},
+      )
     } finally {
       await source.close()
     }
@@ -105,7 +149,10 @@ describe('remote OAuth login against a real oidc-provider', () => {
 
   it('keeps handing out working tokens across several 2 s expiries, one refresh for many callers', async () => {
     const user = recordingUser()
-    const source = await startRemoteAuth(await options(upstream.url, {issuer: new URL(idp.issuer)}), {store: new MemoryTokenStore(), progress: user.sink})
+    const source = await startRemoteAuth(
+      await options(upstream.url, {issuer: new URL(idp.issuer)}),
+      {store: new MemoryTokenStore(), progress: user.sink},
+    )
     try {
       const statuses: number[] = []
       const until = Date.now() + 6500
@@ -113,7 +160,10 @@ describe('remote OAuth login against a real oidc-provider', () => {
         statuses.push(await callUpstream(upstream.url, await source.getToken()))
         await sleep(250)
       }
-      assert.ok(statuses.every((s) => s === 200), `statuses: ${statuses.join(',')}`)
+      assert.ok(
+        statuses.every((s) => s === 200),
+        `statuses: ${statuses.join(',')}`,
+      )
       assert.ok(source.stats.refreshes >= 2, `refreshes: ${source.stats.refreshes}`)
       assert.equal(source.stats.logins, 1)
 
@@ -129,7 +179,10 @@ describe('remote OAuth login against a real oidc-provider', () => {
   })
 
   it('answers an upstream 401 with one refresh, and hands the newer token to late callers', async () => {
-    const source = await startRemoteAuth(await options(upstream.url, {issuer: new URL(idp.issuer)}), {store: new MemoryTokenStore(), progress: recordingUser().sink})
+    const source = await startRemoteAuth(
+      await options(upstream.url, {issuer: new URL(idp.issuer)}),
+      {store: new MemoryTokenStore(), progress: recordingUser().sink},
+    )
     try {
       const first = await source.getToken()
       const fresh = await source.onUnauthorized(first)
@@ -152,7 +205,10 @@ describe('remote OAuth login against a real oidc-provider', () => {
     const user = recordingUser({act: false})
     const second = await startRemoteAuth(opts, {store, progress: user.sink})
     try {
-      assert.deepEqual(user.events.map((e) => e.event), ['discovered', 'restored'])
+      assert.deepEqual(
+        user.events.map((e) => e.event),
+        ['discovered', 'restored'],
+      )
       assert.equal(second.stats.logins, 0)
       assert.equal(await callUpstream(upstream.url, await second.getToken()), 200)
     } finally {
@@ -163,13 +219,30 @@ describe('remote OAuth login against a real oidc-provider', () => {
   it('logs in again, saying why, when the scopes or the resource differ from the saved login', async () => {
     const table: Array<{name: string; change: Partial<RemoteAuthOptions>; reason?: RegExp}> = [
       {name: 'same scopes (other order) and resource', change: {scopes: ['profile', 'openid']}},
-      {name: 'other scopes', change: {scopes: ['openid', 'email']}, reason: /scopes changed from "openid profile" to "openid email" \(--remote-auth-scopes\)/},
-      {name: 'other resource', change: {scopes: ['openid', 'profile'], resource: 'https://other.example.test/mcp'}, reason: new RegExp(`resource changed from ${AUDIENCE} to https://other\\.example\\.test/mcp \\(--remote-auth-resource\\)`)},
-      {name: 'no resource', change: {scopes: ['openid', 'profile'], resource: undefined}, reason: /resource changed from \S+ to \(none\)/},
+      {
+        name: 'other scopes',
+        change: {scopes: ['openid', 'email']},
+        reason: /scopes changed from "openid profile" to "openid email" \(--remote-auth-scopes\)/,
+      },
+      {
+        name: 'other resource',
+        change: {scopes: ['openid', 'profile'], resource: 'https://other.example.test/mcp'},
+        reason: new RegExp(
+          `resource changed from ${AUDIENCE} to https://other\\.example\\.test/mcp \\(--remote-auth-resource\\)`,
+        ),
+      },
+      {
+        name: 'no resource',
+        change: {scopes: ['openid', 'profile'], resource: undefined},
+        reason: /resource changed from \S+ to \(none\)/,
+      },
     ]
     for (const row of table) {
       const store = new MemoryTokenStore()
-      const base = await options(upstream.url, {issuer: new URL(idp.issuer), scopes: ['openid', 'profile']})
+      const base = await options(upstream.url, {
+        issuer: new URL(idp.issuer),
+        scopes: ['openid', 'profile'],
+      })
       const first = await startRemoteAuth(base, {store, progress: recordingUser().sink})
       await first.close()
 
@@ -182,14 +255,24 @@ describe('remote OAuth login against a real oidc-provider', () => {
           assert.equal(second.stats.logins, 0, row.name)
           continue
         }
-        assert.deepEqual(events, ['discovered', 'login_required', 'login_url', 'waiting', 'logged_in'], row.name)
+        assert.deepEqual(
+          events,
+          ['discovered', 'login_required', 'login_url', 'waiting', 'logged_in'],
+          row.name,
+        )
         assert.match(String(user.events[1]?.reason), row.reason, row.name)
         assert.equal(second.stats.logins, 1, row.name)
         assert.equal(second.stats.refreshes, 0, row.name)
         // The new login replaced the saved one: the next start with these flags needs no browser.
         const third = recordingUser({act: false})
-        await (await startRemoteAuth({...base, ...row.change}, {store, progress: third.sink})).close()
-        assert.deepEqual(third.events.map((e) => e.event), ['discovered', 'restored'], row.name)
+        await (
+          await startRemoteAuth({...base, ...row.change}, {store, progress: third.sink})
+        ).close()
+        assert.deepEqual(
+          third.events.map((e) => e.event),
+          ['discovered', 'restored'],
+          row.name,
+        )
       } finally {
         await second.close()
       }
@@ -200,13 +283,19 @@ describe('remote OAuth login against a real oidc-provider', () => {
     const store = new MemoryTokenStore()
     const opts = await options(upstream.url, {issuer: new URL(idp.issuer)})
     await (await startRemoteAuth(opts, {store, progress: recordingUser().sink})).close()
-    const [name, text] = [...store.entries.entries()].find(([k]) => k.endsWith('/refresh')) as [string, string]
+    const [name, text] = [...store.entries.entries()].find(([k]) => k.endsWith('/refresh')) as [
+      string,
+      string,
+    ]
     const {scopes: _scopes, resource: _resource, ...old} = JSON.parse(text)
     store.entries.set(name, JSON.stringify(old))
     const user = recordingUser()
     const second = await startRemoteAuth(opts, {store, progress: user.sink})
     try {
-      assert.deepEqual(user.events.map((e) => e.event), ['discovered', 'login_required', 'login_url', 'waiting', 'logged_in'])
+      assert.deepEqual(
+        user.events.map((e) => e.event),
+        ['discovered', 'login_required', 'login_url', 'waiting', 'logged_in'],
+      )
       assert.match(String(user.events[1]?.reason), /does not record the scopes and resource/)
     } finally {
       await second.close()
@@ -217,11 +306,24 @@ describe('remote OAuth login against a real oidc-provider', () => {
     const store = new MemoryTokenStore()
     const opts = await options(upstream.url, {issuer: new URL(idp.issuer)})
     await (await startRemoteAuth(opts, {store, progress: recordingUser().sink})).close()
-    const [name, text] = [...store.entries.entries()].find(([k]) => k.endsWith('/client')) as [string, string]
-    store.entries.set(name, JSON.stringify({...JSON.parse(text), registration_access_token: 'old-management-token', registration_client_uri: `${idp.issuer}/reg/x`}))
+    const [name, text] = [...store.entries.entries()].find(([k]) => k.endsWith('/client')) as [
+      string,
+      string,
+    ]
+    store.entries.set(
+      name,
+      JSON.stringify({
+        ...JSON.parse(text),
+        registration_access_token: 'old-management-token',
+        registration_client_uri: `${idp.issuer}/reg/x`,
+      }),
+    )
     const user = recordingUser({act: false})
     await (await startRemoteAuth(opts, {store, progress: user.sink})).close()
-    assert.deepEqual(user.events.map((e) => e.event), ['discovered', 'restored'])
+    assert.deepEqual(
+      user.events.map((e) => e.event),
+      ['discovered', 'restored'],
+    )
     assert.ok(!(store.entries.get(name) as string).includes('old-management-token'))
     assert.ok(!(store.entries.get(name) as string).includes('registration_client_uri'))
   })
@@ -232,10 +334,19 @@ describe('remote OAuth login against a real oidc-provider', () => {
     const ref: {source?: Awaited<ReturnType<typeof prepareRemoteAuth>>} = {}
     // A request arrives through the already-listening proxy while the person is logging in.
     const sink = (e: {event: string} & object) => {
-      if (e.event === 'waiting' || e.event === 'discovered') early.push(ref.source!.getToken().then(() => 'token', (err: unknown) => err))
+      if (e.event === 'waiting' || e.event === 'discovered')
+        early.push(
+          ref.source!.getToken().then(
+            () => 'token',
+            (err: unknown) => err,
+          ),
+        )
       user.sink(e)
     }
-    const source = (ref.source = await prepareRemoteAuth(await options(upstream.url, {issuer: new URL(idp.issuer)}), {store: new MemoryTokenStore(), progress: sink}))
+    const source = (ref.source = await prepareRemoteAuth(
+      await options(upstream.url, {issuer: new URL(idp.issuer)}),
+      {store: new MemoryTokenStore(), progress: sink},
+    ))
     try {
       const before = await source.getToken().catch((err: unknown) => err)
       assert.ok(isToolgateError(before, 'ERR_NO_UPSTREAM_TOKEN'))
@@ -258,19 +369,31 @@ describe('remote OAuth login against a real oidc-provider', () => {
     const store = new MemoryTokenStore()
     const opts = await options(upstream.url, {issuer: new URL(idp.issuer)})
     const registrations: Array<Record<string, string>> = []
-    const first = await startRemoteAuth(opts, {store, progress: recordingUser().sink, http: tappedHttp(registrations)})
+    const first = await startRemoteAuth(opts, {
+      store,
+      progress: recordingUser().sink,
+      http: tappedHttp(registrations),
+    })
     await first.close()
-    const saved = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('/client'))?.[1] as string)
+    const saved = JSON.parse(
+      [...store.entries.entries()].find(([k]) => k.endsWith('/client'))?.[1] as string,
+    )
     // The test plays the server's administrator: the management credentials come off the wire.
     const management = registrations[0] as Record<string, string>
     assert.equal(management.client_id, saved.client_id)
-    const del = await fetch(management.registration_client_uri as string, {method: 'DELETE', headers: {authorization: `Bearer ${management.registration_access_token}`}})
+    const del = await fetch(management.registration_client_uri as string, {
+      method: 'DELETE',
+      headers: {authorization: `Bearer ${management.registration_access_token}`},
+    })
     assert.equal(del.status, 204)
 
     const user = recordingUser()
     const second = await startRemoteAuth(opts, {store, progress: user.sink})
     try {
-      assert.deepEqual(user.events.map((e) => e.event), ['discovered', 'login_required', 'registered', 'login_url', 'waiting', 'logged_in'])
+      assert.deepEqual(
+        user.events.map((e) => e.event),
+        ['discovered', 'login_required', 'registered', 'login_url', 'waiting', 'logged_in'],
+      )
       assert.notEqual(user.events.find((e) => e.event === 'registered')?.client_id, saved.client_id)
       assert.equal(second.stats.registrations, 1)
       assert.equal(await callUpstream(upstream.url, await second.getToken()), 200)
@@ -304,13 +427,22 @@ describe('remote OAuth login against a real oidc-provider', () => {
   })
 
   it('takes the client secret from flag, then file, then TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET, and logs in with it', async () => {
-    const base = {'remote-auth': true, 'remote-auth-issuer': idp.issuer, 'remote-auth-client-id': NATIVE.client_id, 'remote-auth-skip-browser': true}
+    const base = {
+      'remote-auth': true,
+      'remote-auth-issuer': idp.issuer,
+      'remote-auth-client-id': NATIVE.client_id,
+      'remote-auth-skip-browser': true,
+    }
     const env = {TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET: 'from-env'}
     const dir = mkdtempSync(join(tmpdir(), 'toolgate-remote-secret-'))
     const secretFile = join(dir, 'secret')
     writeFileSync(secretFile, 'from-file\n', {mode: 0o600})
     const table: Array<[string, Record<string, string>, string]> = [
-      ['flag beats file and env', {'remote-auth-client-secret': 'from-flag', 'remote-auth-client-secret-file': secretFile}, 'from-flag'],
+      [
+        'flag beats file and env',
+        {'remote-auth-client-secret': 'from-flag', 'remote-auth-client-secret-file': secretFile},
+        'from-flag',
+      ],
       ['file beats env', {'remote-auth-client-secret-file': secretFile}, 'from-file'],
       ['env last', {}, 'from-env'],
     ]
@@ -320,18 +452,37 @@ describe('remote OAuth login against a real oidc-provider', () => {
     }
     rmSync(dir, {recursive: true, force: true})
     // The real confidential login with the secret from the environment.
-    const o = await remoteAuthOptionsFromFlags({...base, 'remote-auth-callback-port': await freePort(), 'remote-auth-resource': AUDIENCE}, upstream.url, {
-      env: {TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET: NATIVE.secret},
+    const o = await remoteAuthOptionsFromFlags(
+      {...base, 'remote-auth-callback-port': await freePort(), 'remote-auth-resource': AUDIENCE},
+      upstream.url,
+      {
+        env: {TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET: NATIVE.secret},
+      },
+    )
+    const source = await startRemoteAuth(o as RemoteAuthOptions, {
+      store: new MemoryTokenStore(),
+      progress: recordingUser().sink,
     })
-    const source = await startRemoteAuth(o as RemoteAuthOptions, {store: new MemoryTokenStore(), progress: recordingUser().sink})
     try {
       assert.equal(await callUpstream(upstream.url, await source.getToken()), 200)
     } finally {
       await source.close()
     }
     // A wrong secret is reported as the server's invalid_client, without the secret.
-    const wrong = await remoteAuthOptionsFromFlags({...base, 'remote-auth-callback-port': await freePort(), 'remote-auth-client-secret': 'wrong-secret-xyz'}, upstream.url)
-    const err = await rejects(startRemoteAuth(wrong as RemoteAuthOptions, {store: new MemoryTokenStore(), progress: recordingUser().sink}))
+    const wrong = await remoteAuthOptionsFromFlags(
+      {
+        ...base,
+        'remote-auth-callback-port': await freePort(),
+        'remote-auth-client-secret': 'wrong-secret-xyz',
+      },
+      upstream.url,
+    )
+    const err = await rejects(
+      startRemoteAuth(wrong as RemoteAuthOptions, {
+        store: new MemoryTokenStore(),
+        progress: recordingUser().sink,
+      }),
+    )
     assert.equal(err.code, 'ERR_OAUTH_FLOW')
     assert.match(err.message, /invalid_client/)
     assert.doesNotMatch(err.message, /wrong-secret-xyz/)
@@ -339,9 +490,16 @@ describe('remote OAuth login against a real oidc-provider', () => {
 
   it('finds the authorization server from the target 401 and its resource_metadata (RFC 9728)', async () => {
     const user = recordingUser()
-    const source = await startRemoteAuth(await options(upstream.url, {resource: undefined}), {store: new MemoryTokenStore(), progress: user.sink})
+    const source = await startRemoteAuth(await options(upstream.url, {resource: undefined}), {
+      store: new MemoryTokenStore(),
+      progress: user.sink,
+    })
     try {
-      assert.deepEqual(user.events[0], {event: 'discovered', issuer: idp.issuer, via: 'resource_metadata'})
+      assert.deepEqual(user.events[0], {
+        event: 'discovered',
+        issuer: idp.issuer,
+        via: 'resource_metadata',
+      })
       // The metadata's `resource` becomes the RFC 8707 resource, so the token fits the target.
       const url = new URL(user.events.find((e) => e.event === 'login_url')?.url as string)
       assert.equal(url.searchParams.get('resource'), AUDIENCE)
@@ -352,11 +510,17 @@ describe('remote OAuth login against a real oidc-provider', () => {
   })
 
   it('falls back to the realm, then to the well-known documents, when the challenge names no metadata', async () => {
-    for (const [advertise, via] of [['realm', 'realm'], ['none', 'well_known']] as const) {
+    for (const [advertise, via] of [
+      ['realm', 'realm'],
+      ['none', 'well_known'],
+    ] as const) {
       const target = await startProtectedResource(idp.issuer, AUDIENCE, {advertise})
       const user = recordingUser()
       try {
-        const source = await startRemoteAuth(await options(target.url), {store: new MemoryTokenStore(), progress: user.sink})
+        const source = await startRemoteAuth(await options(target.url), {
+          store: new MemoryTokenStore(),
+          progress: user.sink,
+        })
         await source.close()
         assert.equal(user.events[0]?.via, via)
         assert.equal(user.events[0]?.issuer, idp.issuer)
@@ -370,14 +534,25 @@ describe('remote OAuth login against a real oidc-provider', () => {
     // The operator's URL counts as public here (allowPrivateLearned false), as it would for a
     // remote target; the resource metadata then points at 127.0.0.1, which must be refused.
     const http = createOAuthHttp({allowPrivateLearned: false, timeoutMs: 5000})
-    const err = await rejects(startRemoteAuth(await options(upstream.url), {store: new MemoryTokenStore(), progress: recordingUser().sink, http}))
+    const err = await rejects(
+      startRemoteAuth(await options(upstream.url), {
+        store: new MemoryTokenStore(),
+        progress: recordingUser().sink,
+        http,
+      }),
+    )
     assert.equal(err.code, 'ERR_OUTBOUND_BLOCKED')
     assert.match(err.message, /learned from a remote document/)
   })
 
   it('reports access_denied from the callback as a clear failure', async () => {
     const user = recordingUser({abort: true})
-    const err = await rejects(startRemoteAuth(await options(upstream.url, {issuer: new URL(idp.issuer)}), {store: new MemoryTokenStore(), progress: user.sink}))
+    const err = await rejects(
+      startRemoteAuth(await options(upstream.url, {issuer: new URL(idp.issuer)}), {
+        store: new MemoryTokenStore(),
+        progress: user.sink,
+      }),
+    )
     assert.equal(err.code, 'ERR_OAUTH_DENIED')
     assert.match(err.message, /access_denied/)
     assert.match(err.message, /End-User aborted interaction/)
@@ -403,7 +578,10 @@ describe('remote OAuth login against a real oidc-provider', () => {
         void forged.then(() => real.sink(e))
       }
     }
-    const source = await startRemoteAuth(await options(upstream.url, {issuer: new URL(idp.issuer)}), {store: new MemoryTokenStore(), progress: sink})
+    const source = await startRemoteAuth(
+      await options(upstream.url, {issuer: new URL(idp.issuer)}),
+      {store: new MemoryTokenStore(), progress: sink},
+    )
     try {
       assert.equal(await forged, 400)
       assert.ok(events.some((e) => e.event === 'callback_rejected'))
@@ -416,15 +594,24 @@ describe('remote OAuth login against a real oidc-provider', () => {
   it('gives up after the timeout with a clear message and releases the callback port', async () => {
     const port = await freePort()
     const err = await rejects(
-      startRemoteAuth(await options(upstream.url, {issuer: new URL(idp.issuer), callbackPort: port, timeoutMs: 800}), {
-        store: new MemoryTokenStore(),
-        progress: recordingUser({act: false}).sink,
-      }),
+      startRemoteAuth(
+        await options(upstream.url, {
+          issuer: new URL(idp.issuer),
+          callbackPort: port,
+          timeoutMs: 800,
+        }),
+        {
+          store: new MemoryTokenStore(),
+          progress: recordingUser({act: false}).sink,
+        },
+      ),
     )
     assert.equal(err.code, 'ERR_OAUTH_TIMEOUT')
     assert.match(err.message, /did not complete within 0\.8s/)
     const server = createServer()
-    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => resolve()))
+    await new Promise<void>((resolve, reject) =>
+      server.once('error', reject).listen(port, '127.0.0.1', () => resolve()),
+    )
     await new Promise<void>((resolve) => server.close(() => resolve()))
   })
 
@@ -433,9 +620,17 @@ describe('remote OAuth login against a real oidc-provider', () => {
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', () => resolve()))
     const port = (busy.address() as {port: number}).port
     try {
-      const err = await rejects(startRemoteAuth(await options(upstream.url, {issuer: new URL(idp.issuer), callbackPort: port}), {store: new MemoryTokenStore(), progress: recordingUser().sink}))
+      const err = await rejects(
+        startRemoteAuth(
+          await options(upstream.url, {issuer: new URL(idp.issuer), callbackPort: port}),
+          {store: new MemoryTokenStore(), progress: recordingUser().sink},
+        ),
+      )
       assert.equal(err.code, 'ERR_ADDRESS_IN_USE')
-      assert.match(err.message, new RegExp(`127\\.0\\.0\\.1:${port} is already in use.*--remote-auth-callback-port`))
+      assert.match(
+        err.message,
+        new RegExp(`127\\.0\\.0\\.1:${port} is already in use.*--remote-auth-callback-port`),
+      )
     } finally {
       await new Promise<void>((resolve) => busy.close(() => resolve()))
     }
@@ -445,13 +640,22 @@ describe('remote OAuth login against a real oidc-provider', () => {
     const store = new MemoryTokenStore()
     const user = recordingUser()
     const logger = createMemoryLogger()
-    const source = await startRemoteAuth(await options(upstream.url, {issuer: new URL(idp.issuer)}), {store, progress: user.sink, logger})
+    const source = await startRemoteAuth(
+      await options(upstream.url, {issuer: new URL(idp.issuer)}),
+      {store, progress: user.sink, logger},
+    )
     try {
-      const saved = JSON.parse([...store.entries.entries()].find(([k]) => k.endsWith('/refresh'))?.[1] as string)
+      const saved = JSON.parse(
+        [...store.entries.entries()].find(([k]) => k.endsWith('/refresh'))?.[1] as string,
+      )
       const revoke = await fetch(`${idp.issuer}/token/revocation`, {
         method: 'POST',
         headers: {'content-type': 'application/x-www-form-urlencoded'},
-        body: new URLSearchParams({token: saved.refresh_token, token_type_hint: 'refresh_token', client_id: saved.client_id}),
+        body: new URLSearchParams({
+          token: saved.refresh_token,
+          token_type_hint: 'refresh_token',
+          client_id: saved.client_id,
+        }),
       })
       assert.equal(revoke.status, 200)
       await sleep(2100) // the access token expires
@@ -462,7 +666,8 @@ describe('remote OAuth login against a real oidc-provider', () => {
       await rejects(source.getToken())
       assert.equal(source.stats.logins, 2)
       await user.logins[1]
-      for (let i = 0; i < 50 && !user.events.filter((e) => e.event === 'logged_in')[1]; i++) await sleep(100)
+      for (let i = 0; i < 50 && !user.events.filter((e) => e.event === 'logged_in')[1]; i++)
+        await sleep(100)
       assert.equal(await callUpstream(upstream.url, await source.getToken()), 200)
       assert.equal(source.stats.logins, 2)
       // Nothing secret reached the events or the log.
@@ -477,7 +682,12 @@ describe('remote OAuth login against a real oidc-provider', () => {
   it('says so clearly when the server offers no dynamic registration and no client id was given', async () => {
     const noReg = await startLoginProvider({registration: false})
     try {
-      const err = await rejects(startRemoteAuth(await options(upstream.url, {issuer: new URL(noReg.issuer)}), {store: new MemoryTokenStore(), progress: recordingUser().sink}))
+      const err = await rejects(
+        startRemoteAuth(await options(upstream.url, {issuer: new URL(noReg.issuer)}), {
+          store: new MemoryTokenStore(),
+          progress: recordingUser().sink,
+        }),
+      )
       assert.equal(err.code, 'ERR_OAUTH_FLOW')
       assert.match(err.message, /offers no dynamic client registration.*--remote-auth-client-id/)
     } finally {

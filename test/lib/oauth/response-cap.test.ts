@@ -20,7 +20,10 @@ type Misbehaviour = 'endless' | 'declared'
 /** Sends `{"padding":"xxxx…` forever (chunked), or declares 2 MiB and sends one chunk. */
 function misbehave(res: ServerResponse, how: Misbehaviour): void {
   if (how === 'declared') {
-    res.writeHead(200, {'content-type': 'application/json', 'content-length': String(2 * DEFAULT_OAUTH_MAX_BYTES)})
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'content-length': String(2 * DEFAULT_OAUTH_MAX_BYTES),
+    })
     res.write('{"padding":"')
     return // and stall: only a cap that trusts the declared length stops before the timeout
   }
@@ -39,7 +42,9 @@ interface Hostile {
   close(): Promise<void>
 }
 
-async function serve(handler: (req: IncomingMessage, res: ServerResponse, base: string) => void): Promise<Hostile> {
+async function serve(
+  handler: (req: IncomingMessage, res: ServerResponse, base: string) => void,
+): Promise<Hostile> {
   let base = ''
   const server: Server = createServer((req, res) => handler(req, res, base))
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
@@ -62,7 +67,9 @@ async function rejects(p: Promise<unknown>): Promise<Error & {code?: string}> {
   assert.fail('expected a rejection')
 }
 
-const exceeds = new RegExp(`response from 127\\.0\\.0\\.1:\\d+ exceeds ${DEFAULT_OAUTH_MAX_BYTES} bytes`)
+const exceeds = new RegExp(
+  `response from 127\\.0\\.0\\.1:\\d+ exceeds ${DEFAULT_OAUTH_MAX_BYTES} bytes`,
+)
 
 describe('remote login caps every response body it reads', () => {
   const servers: Hostile[] = []
@@ -74,8 +81,16 @@ describe('remote login caps every response body it reads', () => {
     it(`stops discovery at the cap when the issuer's metadata is ${how === 'endless' ? 'endless' : 'declared too large'}`, async () => {
       const issuer = await serve((_req, res) => misbehave(res, how))
       servers.push(issuer)
-      const options: RemoteAuthOptions = {targetUri: new URL(`${issuer.url}/mcp`), issuer: new URL(issuer.url), callbackPort: await freePort(), skipBrowser: true, timeoutMs: 20_000}
-      const err = await rejects(startRemoteAuth(options, {store: new MemoryTokenStore(), progress: () => {}}))
+      const options: RemoteAuthOptions = {
+        targetUri: new URL(`${issuer.url}/mcp`),
+        issuer: new URL(issuer.url),
+        callbackPort: await freePort(),
+        skipBrowser: true,
+        timeoutMs: 20_000,
+      }
+      const err = await rejects(
+        startRemoteAuth(options, {store: new MemoryTokenStore(), progress: () => {}}),
+      )
       assert.equal(err.code, 'ERR_OAUTH_FLOW')
       // Both discovery documents (OIDC, then RFC 8414) were refused for their size, not a timeout.
       assert.match(err.message, /openid-configuration: response from .* exceeds/)
@@ -105,7 +120,10 @@ describe('remote login caps every response body it reads', () => {
         const back = new URL(login.searchParams.get('redirect_uri') as string)
         back.searchParams.set('code', 'a-code')
         back.searchParams.set('state', login.searchParams.get('state') as string)
-        fetch(back).then((r) => r.body?.cancel(), () => {})
+        fetch(back).then(
+          (r) => r.body?.cancel(),
+          () => {},
+        )
       }
       const err = await rejects(startRemoteAuth(options, {store: new MemoryTokenStore(), progress}))
       assert.equal(err.code, 'ERR_OUTBOUND_FAILED')

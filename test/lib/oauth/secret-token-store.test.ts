@@ -14,15 +14,28 @@ const REFRESH = 'refresh-token-value-that-must-stay-secret'
 describe('remote login state in the secrets store', () => {
   it('uses reserved names, hidden from a plain listing, keyed by target and issuer', () => {
     assert.match(names.refresh, /^__toolgate\/oauth\/[0-9a-f]{32}\/refresh$/)
-    assert.notEqual(storeNames('https://other.example.com/mcp', 'https://idp.example.com').refresh, names.refresh)
-    assert.notEqual(storeNames('https://mcp.example.com/mcp', 'https://idp2.example.com').refresh, names.refresh)
+    assert.notEqual(
+      storeNames('https://other.example.com/mcp', 'https://idp.example.com').refresh,
+      names.refresh,
+    )
+    assert.notEqual(
+      storeNames('https://mcp.example.com/mcp', 'https://idp2.example.com').refresh,
+      names.refresh,
+    )
   })
 
   it('persists in the encrypted store (a second open sees it) and never in clear on disk', async () => {
     const home = await mkdtemp(join(tmpdir(), 'toolgate-oauth-store-'))
     try {
       const paths = {config: join(home, 'c'), data: join(home, 'd'), state: join(home, 's')}
-      const open = () => openSecretStore({paths, env: {TOOLGATE_SECRETS_PASSWORD: 'pw'}, keyring: false, provider: 'encrypted', kdf: {log2N: 10, r: 8, p: 1}})
+      const open = () =>
+        openSecretStore({
+          paths,
+          env: {TOOLGATE_SECRETS_PASSWORD: 'pw'},
+          keyring: false,
+          provider: 'encrypted',
+          kdf: {log2N: 10, r: 8, p: 1},
+        })
       const store = await open()
       await secretTokenStore(store).set(names.refresh, REFRESH)
       assert.deepEqual(await store.list(), [])
@@ -38,7 +51,10 @@ describe('remote login state in the secrets store', () => {
 
   it('keeps the login in memory with one warning when the store is read-only', async () => {
     const logger = createMemoryLogger()
-    const store = secretTokenStore(await openSecretStore({env: {}, provider: 'environment'}), logger)
+    const store = secretTokenStore(
+      await openSecretStore({env: {}, provider: 'environment'}),
+      logger,
+    )
     await store.set(names.refresh, REFRESH)
     await store.set(names.client, '{}')
     assert.equal(await store.get(names.refresh), REFRESH)

@@ -44,7 +44,14 @@ describe('a client leaving mid-call through the proxy (real server-everything, r
   before(async () => {
     upstream = await startMcpUpstream('streamableHttp')
     proxy = await startProxy(
-      {name: 'everything', targetUri: new URL(upstream.url), host: '127.0.0.1', port: 0, maxRequestBodySize: 0, forwardHeaders: []},
+      {
+        name: 'everything',
+        targetUri: new URL(upstream.url),
+        host: '127.0.0.1',
+        port: 0,
+        maxRequestBodySize: 0,
+        forwardHeaders: [],
+      },
       {logger: createMemoryLogger('info')},
     )
   })
@@ -53,34 +60,46 @@ describe('a client leaving mid-call through the proxy (real server-everything, r
     await upstream?.stop()
   })
 
-  it('closes the upstream connection that carried the call long before the tool would finish', {skip: process.platform !== 'linux' && 'reads the kernel connection table of Linux'}, async () => {
-    const client = new Client({name: 'toolgate-abort-test', version: '1.0.0'})
-    const transport = new StreamableHTTPClientTransport(new URL(proxy.url + upstream.endpoint))
-    await client.connect(transport)
-    const abort = new AbortController()
-    let progressed!: () => void
-    const firstProgress = new Promise<void>((resolve) => (progressed = resolve))
-    // 60 s of work: a connection still open after the abort would stay open for about that long.
-    const call = client
-      .callTool({name: 'trigger-long-running-operation', arguments: {duration: 60, steps: 60}}, undefined, {
-        signal: abort.signal,
-        timeout: 120_000,
-        onprogress: () => progressed(),
-      })
-      .catch((err: unknown) => err)
-    try {
-      await firstProgress
-      const during = establishedAt(upstream.port)
-      assert.ok(during >= 1, 'the call holds an upstream connection')
-      // The SDK's AbortSignal cancels the request (notifications/cancelled); closing the
-      // transport aborts its HTTP streams, which the proxy must pass on to the target.
-      abort.abort(new Error('user gave up'))
-      await client.close()
-      await call
-      await until('the target to see its connections closed', () => establishedAt(upstream.port) < during, 20_000)
-    } finally {
-      abort.abort()
-      await client.close().catch(() => undefined)
-    }
-  })
+  it(
+    'closes the upstream connection that carried the call long before the tool would finish',
+    {skip: process.platform !== 'linux' && 'reads the kernel connection table of Linux'},
+    async () => {
+      const client = new Client({name: 'toolgate-abort-test', version: '1.0.0'})
+      const transport = new StreamableHTTPClientTransport(new URL(proxy.url + upstream.endpoint))
+      await client.connect(transport)
+      const abort = new AbortController()
+      let progressed!: () => void
+      const firstProgress = new Promise<void>((resolve) => (progressed = resolve))
+      // 60 s of work: a connection still open after the abort would stay open for about that long.
+      const call = client
+        .callTool(
+          {name: 'trigger-long-running-operation', arguments: {duration: 60, steps: 60}},
+          undefined,
+          {
+            signal: abort.signal,
+            timeout: 120_000,
+            onprogress: () => progressed(),
+          },
+        )
+        .catch((err: unknown) => err)
+      try {
+        await firstProgress
+        const during = establishedAt(upstream.port)
+        assert.ok(during >= 1, 'the call holds an upstream connection')
+        // The SDK's AbortSignal cancels the request (notifications/cancelled); closing the
+        // transport aborts its HTTP streams, which the proxy must pass on to the target.
+        abort.abort(new Error('user gave up'))
+        await client.close()
+        await call
+        await until(
+          'the target to see its connections closed',
+          () => establishedAt(upstream.port) < during,
+          20_000,
+        )
+      } finally {
+        abort.abort()
+        await client.close().catch(() => undefined)
+      }
+    },
+  )
 })

@@ -2,7 +2,11 @@ import assert from 'node:assert/strict'
 import {after, before, describe, it} from 'node:test'
 import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
 import {staticTokenSource} from '../../../src/lib/proxy/outgoing-auth.ts'
-import {startProxy, type ProxyConfig, type RunningProxy} from '../../../src/lib/proxy/proxy-server.ts'
+import {
+  startProxy,
+  type ProxyConfig,
+  type RunningProxy,
+} from '../../../src/lib/proxy/proxy-server.ts'
 import {startRecordingUpstream, type RecordingUpstream} from '../../helpers/mcp-upstream.ts'
 import {startOidcProvider, type OidcProviderFixture} from '../../helpers/oidc-provider.ts'
 
@@ -42,7 +46,11 @@ describe('proxy incoming OIDC', () => {
   })
 
   const post = (headers: Record<string, string>, url = proxy.url) =>
-    fetch(url + '/mcp', {method: 'POST', headers: {'content-type': 'application/json', ...headers}, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}'})
+    fetch(url + '/mcp', {
+      method: 'POST',
+      headers: {'content-type': 'application/json', ...headers},
+      body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    })
 
   it('forwards a request with a valid token from the issuer', async () => {
     const token = await idp.issueAccessToken({audience: 'api://weather'})
@@ -61,16 +69,37 @@ describe('proxy incoming OIDC', () => {
     const seen = upstream.requests.length
     const res = await post({})
     assert.equal(res.status, 401)
-    assert.equal(res.headers.get('www-authenticate'), expectedChallenge('invalid_request', 'missing bearer token'))
-    assert.deepEqual(await res.json(), {error: 'invalid_request', error_description: 'missing bearer token'})
+    assert.equal(
+      res.headers.get('www-authenticate'),
+      expectedChallenge('invalid_request', 'missing bearer token'),
+    )
+    assert.deepEqual(await res.json(), {
+      error: 'invalid_request',
+      error_description: 'missing bearer token',
+    })
     assert.equal(upstream.requests.length, seen, 'nothing reached the target')
   })
 
   const invalid: Array<[string, () => Promise<string>]> = [
     ['a token for another audience', () => idp.issueAccessToken({audience: 'api://other'})],
-    ['a token with a tampered signature', async () => (await idp.issueAccessToken({audience: 'api://weather'})).slice(0, -4) + 'AAAA'],
-    ['an expired token', () => idp.signJwt({iss: idp.issuer, sub: 'alice', aud: 'api://weather', iat: 1, exp: 2})],
-    ['a token of another issuer', () => idp.signJwt({iss: 'http://127.0.0.1:1', sub: 'alice', aud: 'api://weather', exp: Math.floor(Date.now() / 1000) + 600})],
+    [
+      'a token with a tampered signature',
+      async () => (await idp.issueAccessToken({audience: 'api://weather'})).slice(0, -4) + 'AAAA',
+    ],
+    [
+      'an expired token',
+      () => idp.signJwt({iss: idp.issuer, sub: 'alice', aud: 'api://weather', iat: 1, exp: 2}),
+    ],
+    [
+      'a token of another issuer',
+      () =>
+        idp.signJwt({
+          iss: 'http://127.0.0.1:1',
+          sub: 'alice',
+          aud: 'api://weather',
+          exp: Math.floor(Date.now() / 1000) + 600,
+        }),
+    ],
   ]
   for (const [what, mint] of invalid) {
     it(`answers 401 invalid_token for ${what}, before anything reaches the target`, async () => {
@@ -80,7 +109,10 @@ describe('proxy incoming OIDC', () => {
       assert.equal(res.status, 401)
       const body = (await res.json()) as {error: string; error_description: string}
       assert.equal(body.error, 'invalid_token')
-      assert.equal(res.headers.get('www-authenticate'), expectedChallenge('invalid_token', body.error_description))
+      assert.equal(
+        res.headers.get('www-authenticate'),
+        expectedChallenge('invalid_token', body.error_description),
+      )
       assert.equal(upstream.requests.length, seen)
       assert.ok(!logger.lines.join('\n').includes(token), 'token must not be logged')
     })
@@ -93,7 +125,10 @@ describe('proxy incoming OIDC', () => {
   })
 
   it('serves RFC 9728 metadata at the plain and the path-suffixed well-known paths, without auth and with CORS', async () => {
-    for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
+    for (const path of [
+      '/.well-known/oauth-protected-resource',
+      '/.well-known/oauth-protected-resource/mcp',
+    ]) {
       const res = await fetch(proxy.url + path, {headers: {origin: 'https://elsewhere.test'}})
       assert.equal(res.status, 200, path)
       assert.equal(res.headers.get('access-control-allow-origin'), '*')
@@ -104,7 +139,9 @@ describe('proxy incoming OIDC', () => {
         scopes_supported: ['openid', 'mcp:tools'],
       })
     }
-    const pre = await fetch(proxy.url + '/.well-known/oauth-protected-resource', {method: 'OPTIONS'})
+    const pre = await fetch(proxy.url + '/.well-known/oauth-protected-resource', {
+      method: 'OPTIONS',
+    })
     assert.equal(pre.status, 204)
     assert.match(pre.headers.get('access-control-allow-methods') ?? '', /GET/)
   })

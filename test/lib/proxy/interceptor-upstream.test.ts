@@ -20,7 +20,9 @@ import {startOidcProvider, type OidcProviderFixture} from '../../helpers/oidc-pr
  * that checks the passed-through bearer) are not something the reference MCP servers do.
  */
 
-const POLICIES = ['permit(principal, action == Action::"call_tool", resource) when { resource has readOnlyHint && resource.readOnlyHint };']
+const POLICIES = [
+  'permit(principal, action == Action::"call_tool", resource) when { resource has readOnlyHint && resource.readOnlyHint };',
+]
 
 const TOOLS = [
   {name: 'echo', inputSchema: {type: 'object'}, annotations: {readOnlyHint: true}},
@@ -44,22 +46,31 @@ interface Target {
  * does), 'negotiated' only when accept-encoding allows it. `bearer`: answer 401 unless the request
  * carries exactly this Authorization.
  */
-async function startTarget(opts: {gzip: 'always' | 'negotiated'; bearer?: () => string}): Promise<Target> {
+async function startTarget(opts: {
+  gzip: 'always' | 'negotiated'
+  bearer?: () => string
+}): Promise<Target> {
   const seen: Seen[] = []
   const server = createServer((req: IncomingMessage, res) => {
     let body = ''
     req.on('data', (d: Buffer) => (body += d.toString()))
     req.on('end', () => {
       const msg = JSON.parse(body) as {id: number; method: string}
-      seen.push({method: msg.method, acceptEncoding: req.headers['accept-encoding'], authorization: req.headers.authorization})
+      seen.push({
+        method: msg.method,
+        acceptEncoding: req.headers['accept-encoding'],
+        authorization: req.headers.authorization,
+      })
       if (opts.bearer && req.headers.authorization !== `Bearer ${opts.bearer()}`) {
         res.writeHead(401, {'content-type': 'application/json', 'www-authenticate': 'Bearer'})
         res.end('{"error":"invalid_token"}')
         return
       }
-      const result = msg.method === 'tools/list' ? {tools: TOOLS} : {content: [{type: 'text', text: 'called'}]}
+      const result =
+        msg.method === 'tools/list' ? {tools: TOOLS} : {content: [{type: 'text', text: 'called'}]}
       const text = JSON.stringify({jsonrpc: '2.0', id: msg.id, result})
-      const compress = opts.gzip === 'always' || /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))
+      const compress =
+        opts.gzip === 'always' || /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))
       if (compress) {
         res.writeHead(200, {'content-type': 'application/json', 'content-encoding': 'gzip'})
         res.end(gzipSync(text))
@@ -94,7 +105,14 @@ describe('proxy with an interceptor: what the target is asked for and what the c
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'toolgate-proxy-interceptor-'))
     policyFile = join(dir, 'authz.json')
-    await writeFile(policyFile, JSON.stringify({version: '1.0', type: 'cedarv1', cedar: {policies: POLICIES, entities_json: '[]'}}))
+    await writeFile(
+      policyFile,
+      JSON.stringify({
+        version: '1.0',
+        type: 'cedarv1',
+        cedar: {policies: POLICIES, entities_json: '[]'},
+      }),
+    )
     idp = await startOidcProvider()
     token = await idp.issueAccessToken({sub: 'carol'})
   })
@@ -110,26 +128,47 @@ describe('proxy with an interceptor: what the target is asked for and what the c
     targets.push(target)
     const config = proxyConfigFromFlags(
       'interceptor-test',
-      {'target-uri': target.url, host: '127.0.0.1', 'max-request-body-size': 0, 'oidc-issuer': idp.issuer, 'oidc-audience': idp.audience},
+      {
+        'target-uri': target.url,
+        host: '127.0.0.1',
+        'max-request-body-size': 0,
+        'oidc-issuer': idp.issuer,
+        'oidc-audience': idp.audience,
+      },
       {logger},
     )
     config.interceptor = await loadAuthzInterceptor(policyFile, {logger})
     const oauth = oauthConfigFromOidc(config.oidc!, config.resourceUrl)
     for (const p of oauth.providers) p.allowPrivateIP = true
-    const proxy = await startProxy(config, {logger, authenticator: createAuthenticator(oauth, {logger})})
+    const proxy = await startProxy(config, {
+      logger,
+      authenticator: createAuthenticator(oauth, {logger}),
+    })
     running.push(proxy)
     return proxy.url
   }
 
   /** fetch decodes a content-encoding it is told about, so a mislabelled body fails here. */
-  async function post(url: string, body: string): Promise<{status: number; encoding: string | null; json: Record<string, unknown>}> {
+  async function post(
+    url: string,
+    body: string,
+  ): Promise<{status: number; encoding: string | null; json: Record<string, unknown>}> {
     const res = await fetch(url + '/mcp', {
       method: 'POST',
-      headers: {'content-type': 'application/json', accept: 'application/json, text/event-stream', 'accept-encoding': 'gzip', authorization: `Bearer ${token}`},
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'accept-encoding': 'gzip',
+        authorization: `Bearer ${token}`,
+      },
       body,
       signal: AbortSignal.timeout(30_000),
     })
-    return {status: res.status, encoding: res.headers.get('content-encoding'), json: (await res.json()) as Record<string, unknown>}
+    return {
+      status: res.status,
+      encoding: res.headers.get('content-encoding'),
+      json: (await res.json()) as Record<string, unknown>,
+    }
   }
 
   it('asks the target for identity coding, so a list answer arrives filtered and readable', async () => {
@@ -137,7 +176,10 @@ describe('proxy with an interceptor: what the target is asked for and what the c
     const url = await proxyTo(target)
     const res = await post(url, rpc(7, 'tools/list'))
     assert.equal(res.status, 200)
-    assert.deepEqual((res.json.result as {tools: {name: string}[]}).tools.map((t) => t.name), ['echo'])
+    assert.deepEqual(
+      (res.json.result as {tools: {name: string}[]}).tools.map((t) => t.name),
+      ['echo'],
+    )
     assert.equal(target.seen.at(-1)?.acceptEncoding, 'identity')
   })
 

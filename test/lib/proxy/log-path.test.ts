@@ -10,13 +10,25 @@ const QUERY_TOKEN = 'qs-access-token-7c1f0e'
 const SESSION = 'legacy-sse-session-5d2a9b'
 const TARGET = `/mcp/x?access_token=${QUERY_TOKEN}&sessionId=${SESSION}`
 
-function send(url: string, opts: {method?: string; headers?: Record<string, string>; body?: string}): Promise<number> {
+function send(
+  url: string,
+  opts: {method?: string; headers?: Record<string, string>; body?: string},
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const u = new URL(url)
-    const req = httpRequest({host: u.hostname, port: u.port, method: opts.method ?? 'POST', path: TARGET, headers: opts.headers ?? {}}, (res) => {
-      res.resume()
-      res.on('end', () => resolve(res.statusCode ?? 0))
-    })
+    const req = httpRequest(
+      {
+        host: u.hostname,
+        port: u.port,
+        method: opts.method ?? 'POST',
+        path: TARGET,
+        headers: opts.headers ?? {},
+      },
+      (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode ?? 0))
+      },
+    )
     req.on('error', reject)
     req.end(opts.body)
   })
@@ -31,14 +43,27 @@ describe('logPath', () => {
     ['/?', '/'],
     [undefined, '/'],
   ]
-  for (const [input, expected] of cases) it(`logs ${String(input)} as ${expected}`, () => assert.equal(logPath(input), expected))
+  for (const [input, expected] of cases)
+    it(`logs ${String(input)} as ${expected}`, () => assert.equal(logPath(input), expected))
 })
 
 describe('proxy logs never carry the query string', () => {
-  async function withProxy(target: string, extra: Partial<ProxyConfig>, fn: (url: string) => Promise<void>): Promise<string> {
+  async function withProxy(
+    target: string,
+    extra: Partial<ProxyConfig>,
+    fn: (url: string) => Promise<void>,
+  ): Promise<string> {
     const logger = createMemoryLogger()
     const proxy = await startProxy(
-      {name: 'log-test', targetUri: new URL(target), host: '127.0.0.1', port: 0, maxRequestBodySize: 16, forwardHeaders: [], ...extra},
+      {
+        name: 'log-test',
+        targetUri: new URL(target),
+        host: '127.0.0.1',
+        port: 0,
+        maxRequestBodySize: 16,
+        forwardHeaders: [],
+        ...extra,
+      },
       {logger},
     )
     try {
@@ -59,11 +84,21 @@ describe('proxy logs never carry the query string', () => {
   it('on refusals (body too large, Origin, incoming auth)', async () => {
     const upstream = await startRecordingUpstream()
     try {
-      const log = await withProxy(upstream.url, {oidc: {issuer: 'http://127.0.0.1:9/never-contacted', scopes: ['openid']}}, async (url) => {
-        assert.equal(await send(url, {headers: {'content-type': 'application/json'}, body: 'x'.repeat(64)}), 413)
-        assert.equal(await send(url, {method: 'GET', headers: {origin: 'http://evil.example'}}), 403)
-        assert.equal(await send(url, {method: 'GET'}), 401)
-      })
+      const log = await withProxy(
+        upstream.url,
+        {oidc: {issuer: 'http://127.0.0.1:9/never-contacted', scopes: ['openid']}},
+        async (url) => {
+          assert.equal(
+            await send(url, {headers: {'content-type': 'application/json'}, body: 'x'.repeat(64)}),
+            413,
+          )
+          assert.equal(
+            await send(url, {method: 'GET', headers: {origin: 'http://evil.example'}}),
+            403,
+          )
+          assert.equal(await send(url, {method: 'GET'}), 401)
+        },
+      )
       assertClean(log, 3)
       assert.equal(upstream.requests.length, 0)
     } finally {

@@ -18,17 +18,32 @@ for (const mode of ['streamableHttp', 'sse'] as const) {
     let proxy: RunningProxy
     let client: Client
     let transport: Transport
-    const arrivals: Array<{method?: string; id?: unknown; params?: {progress?: number}; result?: {content?: unknown}}> = []
+    const arrivals: Array<{
+      method?: string
+      id?: unknown
+      params?: {progress?: number}
+      result?: {content?: unknown}
+    }> = []
 
     before(async () => {
       upstream = await startMcpUpstream(mode)
       proxy = await startProxy(
-        {name: 'everything', targetUri: new URL(upstream.url), host: '127.0.0.1', port: 0, maxRequestBodySize: 0, forwardHeaders: []},
+        {
+          name: 'everything',
+          targetUri: new URL(upstream.url),
+          host: '127.0.0.1',
+          port: 0,
+          maxRequestBodySize: 0,
+          forwardHeaders: [],
+        },
         {logger: createMemoryLogger('info')},
       )
       client = new Client({name: 'toolgate-test', version: '1.0.0'})
       const endpoint = new URL(proxy.url + upstream.endpoint)
-      transport = mode === 'sse' ? new SSEClientTransport(endpoint) : new StreamableHTTPClientTransport(endpoint)
+      transport =
+        mode === 'sse'
+          ? new SSEClientTransport(endpoint)
+          : new StreamableHTTPClientTransport(endpoint)
       await client.connect(transport)
       // Record messages in arrival order at the transport, below the SDK's own (asynchronous)
       // notification dispatch, which may run a progress handler after a result that arrived later.
@@ -56,7 +71,10 @@ for (const mode of ['streamableHttp', 'sse'] as const) {
     })
 
     it('calls the echo tool', async () => {
-      const result = await client.callTool({name: 'echo', arguments: {message: 'héllo through toolgate'}})
+      const result = await client.callTool({
+        name: 'echo',
+        arguments: {message: 'héllo through toolgate'},
+      })
       assert.deepEqual(result.content, [{type: 'text', text: 'Echo: héllo through toolgate'}])
     })
 
@@ -126,12 +144,19 @@ for (const mode of ['streamableHttp', 'sse'] as const) {
       it('returns the server-assigned session id on initialize', async () => {
         const res = await fetch(proxy.url + '/mcp', {
           method: 'POST',
-          headers: {'content-type': 'application/json', accept: 'application/json, text/event-stream'},
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
           body: JSON.stringify({
             jsonrpc: '2.0',
             id: 1,
             method: 'initialize',
-            params: {protocolVersion: '2025-06-18', capabilities: {}, clientInfo: {name: 'raw', version: '1'}},
+            params: {
+              protocolVersion: '2025-06-18',
+              capabilities: {},
+              clientInfo: {name: 'raw', version: '1'},
+            },
           }),
         })
         assert.equal(res.status, 200)

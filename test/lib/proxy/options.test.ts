@@ -4,7 +4,11 @@ import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
 import {parseForwardHeaders} from '../../../src/lib/proxy/forward-headers.ts'
 import {proxyConfigFromFlags, type ProxyFlags} from '../../../src/lib/proxy/options.ts'
 
-const base: ProxyFlags = {'target-uri': 'http://127.0.0.1:9', host: '127.0.0.1', 'max-request-body-size': 0}
+const base: ProxyFlags = {
+  'target-uri': 'http://127.0.0.1:9',
+  host: '127.0.0.1',
+  'max-request-body-size': 0,
+}
 
 function usageError(fn: () => unknown, pattern: RegExp, secret?: string) {
   assert.throws(fn, (err: Error & {code?: string}) => {
@@ -40,7 +44,10 @@ describe('header injection (--remote-forward-headers)', () => {
   ]
   for (const name of restricted) {
     it(`refuses the restricted header ${name}`, () => {
-      usageError(() => parseForwardHeaders([`${name}=x`]), new RegExp(`"${name}" is managed by the proxy`))
+      usageError(
+        () => parseForwardHeaders([`${name}=x`]),
+        new RegExp(`"${name}" is managed by the proxy`),
+      )
     })
   }
 
@@ -76,7 +83,12 @@ describe('proxy flags → config', () => {
 
   it('refuses a bearer token flag together with a token file', () => {
     usageError(
-      () => proxyConfigFromFlags('srv', {...base, 'remote-auth-bearer-token': 't', 'remote-auth-bearer-token-file': '/x'}, {logger, env: {}}),
+      () =>
+        proxyConfigFromFlags(
+          'srv',
+          {...base, 'remote-auth-bearer-token': 't', 'remote-auth-bearer-token-file': '/x'},
+          {logger, env: {}},
+        ),
       /--remote-auth-bearer-token and --remote-auth-bearer-token-file cannot be used together/,
     )
   })
@@ -86,7 +98,13 @@ describe('proxy flags → config', () => {
       () =>
         proxyConfigFromFlags(
           'srv',
-          {...base, 'token-exchange-url': 'http://127.0.0.1:1/token', 'token-exchange-client-id': 'c', 'token-exchange-client-secret': 's', 'token-exchange-client-secret-file': '/x'},
+          {
+            ...base,
+            'token-exchange-url': 'http://127.0.0.1:1/token',
+            'token-exchange-client-id': 'c',
+            'token-exchange-client-secret': 's',
+            'token-exchange-client-secret-file': '/x',
+          },
           {logger, env: {}},
         ),
       /cannot be used together/,
@@ -95,8 +113,13 @@ describe('proxy flags → config', () => {
 
   it('takes the outgoing bearer by precedence flag → file → env', async () => {
     const files = {'/tok': 'from-file\n'}
-    const deps = {logger, env: {TOOLGATE_REMOTE_AUTH_BEARER_TOKEN: 'from-env'}, readSecretFile: (p: string) => files[p as '/tok'].trim()}
-    const token = async (flags: Partial<ProxyFlags>) => proxyConfigFromFlags('s', {...base, ...flags}, deps).upstreamToken?.getToken()
+    const deps = {
+      logger,
+      env: {TOOLGATE_REMOTE_AUTH_BEARER_TOKEN: 'from-env'},
+      readSecretFile: (p: string) => files[p as '/tok'].trim(),
+    }
+    const token = async (flags: Partial<ProxyFlags>) =>
+      proxyConfigFromFlags('s', {...base, ...flags}, deps).upstreamToken?.getToken()
     assert.equal(await token({'remote-auth-bearer-token': 'from-flag'}), 'from-flag')
     assert.equal(await token({'remote-auth-bearer-token-file': '/tok'}), 'from-file')
     assert.equal(await token({}), 'from-env')
@@ -104,8 +127,14 @@ describe('proxy flags → config', () => {
 
   it('reports an unreadable token file naming the flag', () => {
     assert.throws(
-      () => proxyConfigFromFlags('s', {...base, 'remote-auth-bearer-token-file': '/nonexistent/tok'}, {logger, env: {}}),
-      (err: Error & {code?: string}) => err.code === 'ERR_FILE_UNREADABLE' && /--remote-auth-bearer-token-file/.test(err.message),
+      () =>
+        proxyConfigFromFlags(
+          's',
+          {...base, 'remote-auth-bearer-token-file': '/nonexistent/tok'},
+          {logger, env: {}},
+        ),
+      (err: Error & {code?: string}) =>
+        err.code === 'ERR_FILE_UNREADABLE' && /--remote-auth-bearer-token-file/.test(err.message),
     )
   })
 
@@ -113,21 +142,55 @@ describe('proxy flags → config', () => {
     ['a relative target', {'target-uri': '/mcp'}, /--target-uri: .* is not an absolute URL/],
     ['a non-http target', {'target-uri': 'ftp://h/x'}, /--target-uri: scheme must be/],
     ['a bad allowed origin', {'allowed-origins': ['example.com']}, /--allowed-origins/],
-    ['an exchange URL over plain http to another host', {'token-exchange-url': 'http://auth.example.com/token'}, /must be https/],
-    ['exchange options without an exchange URL', {'token-exchange-audience': 'x'}, /--token-exchange-audience needs --token-exchange-url/],
-    ['an unknown subject token type', {'token-exchange-url': 'https://a.test/t', 'token-exchange-subject-token-type': 'saml'}, /access_token or id_token/],
-    ['a restricted exchange header name', {'token-exchange-url': 'https://a.test/t', 'token-exchange-header-name': 'Host'}, /--token-exchange-header-name/],
-    ['a JWKS URL without issuer or audience', {'oidc-jwks-url': 'https://idp.test/jwks'}, /--oidc-jwks-url: also set --oidc-issuer or --oidc-audience/],
-    ['an introspection URL without issuer or audience', {'oidc-introspection-url': 'https://idp.test/introspect', 'oidc-client-id': 'c'}, /--oidc-introspection-url: also set --oidc-issuer or --oidc-audience/],
+    [
+      'an exchange URL over plain http to another host',
+      {'token-exchange-url': 'http://auth.example.com/token'},
+      /must be https/,
+    ],
+    [
+      'exchange options without an exchange URL',
+      {'token-exchange-audience': 'x'},
+      /--token-exchange-audience needs --token-exchange-url/,
+    ],
+    [
+      'an unknown subject token type',
+      {'token-exchange-url': 'https://a.test/t', 'token-exchange-subject-token-type': 'saml'},
+      /access_token or id_token/,
+    ],
+    [
+      'a restricted exchange header name',
+      {'token-exchange-url': 'https://a.test/t', 'token-exchange-header-name': 'Host'},
+      /--token-exchange-header-name/,
+    ],
+    [
+      'a JWKS URL without issuer or audience',
+      {'oidc-jwks-url': 'https://idp.test/jwks'},
+      /--oidc-jwks-url: also set --oidc-issuer or --oidc-audience/,
+    ],
+    [
+      'an introspection URL without issuer or audience',
+      {'oidc-introspection-url': 'https://idp.test/introspect', 'oidc-client-id': 'c'},
+      /--oidc-introspection-url: also set --oidc-issuer or --oidc-audience/,
+    ],
   ]
   for (const [what, flags, pattern] of badFlags) {
-    it(`refuses ${what}`, () => usageError(() => proxyConfigFromFlags('s', {...base, ...flags}, {logger, env: {}}), pattern))
+    it(`refuses ${what}`, () =>
+      usageError(() => proxyConfigFromFlags('s', {...base, ...flags}, {logger, env: {}}), pattern))
   }
 
   const pinned: Array<[string, Partial<ProxyFlags>]> = [
-    ['a JWKS URL with an audience', {'oidc-jwks-url': 'https://idp.test/jwks', 'oidc-audience': 'api://x'}],
-    ['a JWKS URL with an issuer', {'oidc-jwks-url': 'https://idp.test/jwks', 'oidc-issuer': 'https://idp.test'}],
-    ['an introspection URL with an audience', {'oidc-introspection-url': 'https://idp.test/i', 'oidc-audience': 'api://x'}],
+    [
+      'a JWKS URL with an audience',
+      {'oidc-jwks-url': 'https://idp.test/jwks', 'oidc-audience': 'api://x'},
+    ],
+    [
+      'a JWKS URL with an issuer',
+      {'oidc-jwks-url': 'https://idp.test/jwks', 'oidc-issuer': 'https://idp.test'},
+    ],
+    [
+      'an introspection URL with an audience',
+      {'oidc-introspection-url': 'https://idp.test/i', 'oidc-audience': 'api://x'},
+    ],
   ]
   for (const [what, flags] of pinned) {
     it(`accepts ${what}`, () => {
@@ -136,13 +199,25 @@ describe('proxy flags → config', () => {
   }
 
   it('keeps issuer and resource URL exactly as typed', () => {
-    const c = proxyConfigFromFlags('s', {...base, 'oidc-issuer': 'http://127.0.0.1:1/realms/x/', 'resource-url': 'http://127.0.0.1:2'}, {logger, env: {}})
+    const c = proxyConfigFromFlags(
+      's',
+      {
+        ...base,
+        'oidc-issuer': 'http://127.0.0.1:1/realms/x/',
+        'resource-url': 'http://127.0.0.1:2',
+      },
+      {logger, env: {}},
+    )
     assert.equal(c.oidc?.issuer, 'http://127.0.0.1:1/realms/x/')
     assert.equal(c.resourceUrl, 'http://127.0.0.1:2')
   })
 
   it('accepts comma-separated and repeated scope lists', () => {
-    const c = proxyConfigFromFlags('s', {...base, 'oidc-scopes': ['openid,mcp:tools', 'profile']}, {logger, env: {}})
+    const c = proxyConfigFromFlags(
+      's',
+      {...base, 'oidc-scopes': ['openid,mcp:tools', 'profile']},
+      {logger, env: {}},
+    )
     assert.deepEqual(c.oidc?.scopes, ['openid', 'mcp:tools', 'profile'])
   })
 })

@@ -2,24 +2,50 @@ import assert from 'node:assert/strict'
 import {request as httpRequest} from 'node:http'
 import {after, before, describe, it} from 'node:test'
 import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
-import {startProxy, type ProxyConfig, type RunningProxy} from '../../../src/lib/proxy/proxy-server.ts'
+import {
+  startProxy,
+  type ProxyConfig,
+  type RunningProxy,
+} from '../../../src/lib/proxy/proxy-server.ts'
 import {parseForwardHeaders} from '../../../src/lib/proxy/forward-headers.ts'
 import {staticTokenSource} from '../../../src/lib/proxy/outgoing-auth.ts'
-import {freePort, startRecordingUpstream, type RecordingUpstream} from '../../helpers/mcp-upstream.ts'
+import {
+  freePort,
+  startRecordingUpstream,
+  type RecordingUpstream,
+} from '../../helpers/mcp-upstream.ts'
 
 /** Raw HTTP client: lets a test send exactly the headers it wants (duplicates, hop-by-hop). */
 function send(
   url: string,
-  opts: {method?: string; path?: string; headers?: Record<string, string | string[]>; body?: Buffer | string; chunked?: Buffer[]} = {},
+  opts: {
+    method?: string
+    path?: string
+    headers?: Record<string, string | string[]>
+    body?: Buffer | string
+    chunked?: Buffer[]
+  } = {},
 ): Promise<{status: number; headers: Record<string, string | string[] | undefined>; body: string}> {
   return new Promise((resolve, reject) => {
     const u = new URL(url)
     const req = httpRequest(
-      {host: u.hostname, port: u.port, method: opts.method ?? 'POST', path: opts.path ?? '/mcp', headers: opts.headers ?? {}},
+      {
+        host: u.hostname,
+        port: u.port,
+        method: opts.method ?? 'POST',
+        path: opts.path ?? '/mcp',
+        headers: opts.headers ?? {},
+      },
       (res) => {
         const chunks: Buffer[] = []
         res.on('data', (c: Buffer) => chunks.push(c))
-        res.on('end', () => resolve({status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString()}))
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString(),
+          }),
+        )
         res.on('error', reject)
       },
     )
@@ -34,7 +60,15 @@ function send(
 async function proxyFor(upstream: string, extra: Partial<ProxyConfig> = {}) {
   const logger = createMemoryLogger()
   const proxy = await startProxy(
-    {name: 'test', targetUri: new URL(upstream), host: '127.0.0.1', port: 0, maxRequestBodySize: 0, forwardHeaders: [], ...extra},
+    {
+      name: 'test',
+      targetUri: new URL(upstream),
+      host: '127.0.0.1',
+      port: 0,
+      maxRequestBodySize: 0,
+      forwardHeaders: [],
+      ...extra,
+    },
     {logger},
   )
   return {proxy, logger}
@@ -54,7 +88,12 @@ describe('proxy forwarding', () => {
 
   it('drops hop-by-hop headers and those named in Connection, keeps end-to-end ones (RFC 9110 §7.6.1)', async () => {
     upstream.respond((_req, res) => {
-      res.writeHead(200, {'content-type': 'application/json', 'x-hop': 'secret', connection: 'x-hop', 'x-end': 'kept'})
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'x-hop': 'secret',
+        connection: 'x-hop',
+        'x-end': 'kept',
+      })
       res.end('{}')
     })
     const before = upstream.requests.length
@@ -73,7 +112,8 @@ describe('proxy forwarding', () => {
     assert.equal(res.status, 200)
     const rec = upstream.requests[before]!
     assert.equal(rec.headers['x-custom'], 'passes')
-    for (const h of ['x-private', 'keep-alive', 'proxy-authorization', 'te']) assert.equal(rec.headers[h], undefined, h)
+    for (const h of ['x-private', 'keep-alive', 'proxy-authorization', 'te'])
+      assert.equal(rec.headers[h], undefined, h)
     assert.equal(rec.headers.host, new URL(upstream.url).host)
     assert.equal(res.headers['x-hop'], undefined)
     assert.equal(res.headers['x-end'], 'kept')
@@ -93,19 +133,31 @@ describe('proxy forwarding', () => {
     const res = await send(proxy.url, {method: 'GET', headers: {...spoofed, 'x-custom': 'passes'}})
     assert.equal(res.status, 200)
     const rec = upstream.requests[before]!
-    for (const name of Object.keys(spoofed)) assert.equal(rec.headers[name.toLowerCase()], undefined, name)
+    for (const name of Object.keys(spoofed))
+      assert.equal(rec.headers[name.toLowerCase()], undefined, name)
     assert.equal(rec.headers['x-custom'], 'passes')
   })
 
   it('passes MCP session, protocol-version, Mcp-* and Last-Event-ID headers both ways', async () => {
     upstream.respond((_req, res) => {
-      res.writeHead(200, {'content-type': 'application/json', 'mcp-session-id': 'sess-2', 'mcp-protocol-version': '2025-06-18', 'mcp-extra': 'y'})
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'mcp-session-id': 'sess-2',
+        'mcp-protocol-version': '2025-06-18',
+        'mcp-extra': 'y',
+      })
       res.end('{}')
     })
     const before = upstream.requests.length
     const res = await send(proxy.url, {
       method: 'GET',
-      headers: {'mcp-session-id': 'sess-1', 'mcp-protocol-version': '2025-06-18', 'mcp-other': 'x', 'last-event-id': 'ev-9', accept: 'text/event-stream'},
+      headers: {
+        'mcp-session-id': 'sess-1',
+        'mcp-protocol-version': '2025-06-18',
+        'mcp-other': 'x',
+        'last-event-id': 'ev-9',
+        accept: 'text/event-stream',
+      },
     })
     const rec = upstream.requests[before]!
     assert.equal(rec.headers['mcp-session-id'], 'sess-1')
@@ -120,7 +172,11 @@ describe('proxy forwarding', () => {
   it('forwards the path and query unchanged and the client Authorization when no outgoing auth is set', async () => {
     upstream.respond((_req, res) => res.end('ok'))
     const before = upstream.requests.length
-    await send(proxy.url, {method: 'GET', path: '/mcp/x?a=1&b=%2F', headers: {authorization: 'Bearer client-token'}})
+    await send(proxy.url, {
+      method: 'GET',
+      path: '/mcp/x?a=1&b=%2F',
+      headers: {authorization: 'Bearer client-token'},
+    })
     const rec = upstream.requests[before]!
     assert.equal(rec.url, '/mcp/x?a=1&b=%2F')
     assert.equal(rec.headers.authorization, 'Bearer client-token')
@@ -169,12 +225,18 @@ describe('request body limit', () => {
     const {proxy} = await proxyFor(upstream.url)
     try {
       const exact = Buffer.alloc(8 * 1024 * 1024, 97)
-      const ok = await send(proxy.url, {body: exact, headers: {'content-length': String(exact.length)}})
+      const ok = await send(proxy.url, {
+        body: exact,
+        headers: {'content-length': String(exact.length)},
+      })
       assert.equal(ok.status, 200)
       assert.equal(ok.body, String(8 * 1024 * 1024))
       const seen = upstream.requests.length
       const big = Buffer.alloc(8 * 1024 * 1024 + 1, 97)
-      const res = await send(proxy.url, {body: big, headers: {'content-length': String(big.length)}}).catch((e: Error) => e)
+      const res = await send(proxy.url, {
+        body: big,
+        headers: {'content-length': String(big.length)},
+      }).catch((e: Error) => e)
       if (!(res instanceof Error)) {
         assert.equal(res.status, 413)
         assert.match(JSON.parse(res.body).error, /exceeds 8388608 bytes/)
@@ -220,7 +282,14 @@ describe('outgoing credentials and header injection', () => {
       forwardHeaders: parseForwardHeaders(['X-Tenant=acme', 'X-Api-Key=k=with=equals']),
     })
     try {
-      await send(proxy.url, {headers: {authorization: 'Bearer client-token', 'x-tenant': 'evil', 'content-type': 'application/json'}, body: '{}'})
+      await send(proxy.url, {
+        headers: {
+          authorization: 'Bearer client-token',
+          'x-tenant': 'evil',
+          'content-type': 'application/json',
+        },
+        body: '{}',
+      })
       const rec = upstream.requests[0]!
       assert.equal(rec.headers.authorization, 'Bearer outgoing-secret-token')
       assert.equal(rec.headers['x-tenant'], 'acme')
@@ -258,14 +327,18 @@ describe('outgoing credentials and header injection', () => {
   it('retries once with a fresh token when the target answers 401 and the source can refresh', async () => {
     const upstream = await startRecordingUpstream()
     upstream.respond((req, res) => {
-      if (req.headers.authorization === 'Bearer fresh') res.end('ok:' + req.headers['content-length'])
+      if (req.headers.authorization === 'Bearer fresh')
+        res.end('ok:' + req.headers['content-length'])
       else {
         res.writeHead(401, {'www-authenticate': 'Bearer'})
         res.end()
       }
     })
     const {proxy} = await proxyFor(upstream.url, {
-      upstreamToken: {getToken: async () => 'stale', onUnauthorized: async (rejected) => (rejected === 'stale' ? 'fresh' : undefined)},
+      upstreamToken: {
+        getToken: async () => 'stale',
+        onUnauthorized: async (rejected) => (rejected === 'stale' ? 'fresh' : undefined),
+      },
     })
     try {
       const res = await send(proxy.url, {body: '{"jsonrpc":"2.0"}'})
@@ -304,7 +377,10 @@ describe('upstream failures and aborts', () => {
     const {proxy} = await proxyFor(upstream.url)
     try {
       const ac = new AbortController()
-      const res = await fetch(proxy.url + '/mcp', {signal: ac.signal, headers: {accept: 'text/event-stream'}})
+      const res = await fetch(proxy.url + '/mcp', {
+        signal: ac.signal,
+        headers: {accept: 'text/event-stream'},
+      })
       const reader = res.body!.getReader()
       const first = await reader.read()
       assert.match(Buffer.from(first.value!).toString(), /data: first/)
@@ -343,7 +419,14 @@ describe('request interceptor seam', () => {
         async intercept(req) {
           seen.push(req.body.toString())
           if (req.body.toString().includes('deny')) {
-            return {action: 'answer', answer: {status: 403, headers: {'content-type': 'application/json'}, body: '{"denied":true}'}}
+            return {
+              action: 'answer',
+              answer: {
+                status: 403,
+                headers: {'content-type': 'application/json'},
+                body: '{"denied":true}',
+              },
+            }
           }
           return {action: 'forward'}
         },
@@ -372,7 +455,9 @@ describe('request interceptor seam', () => {
         const msg = JSON.parse(Buffer.concat(chunks).toString())
         if (msg.method === 'tools/list') {
           res.writeHead(200, {'content-type': 'text/event-stream'})
-          res.end(`event: message\ndata: ${JSON.stringify({jsonrpc: '2.0', id: msg.id, result: {tools: [], session: req.headers['mcp-session-id']}})}\n\n`)
+          res.end(
+            `event: message\ndata: ${JSON.stringify({jsonrpc: '2.0', id: msg.id, result: {tools: [], session: req.headers['mcp-session-id']}})}\n\n`,
+          )
         } else {
           res.writeHead(200, {'content-type': 'application/json', 'content-length': '13'})
           res.end('{"upper":"no"}'.slice(0, 13))
@@ -382,14 +467,18 @@ describe('request interceptor seam', () => {
     const {proxy} = await proxyFor(upstream.url, {
       interceptor: {
         async intercept(_req, callUpstream) {
-          const list = (await callUpstream({jsonrpc: '2.0', id: 7, method: 'tools/list'})) as {result: {session: string}}
+          const list = (await callUpstream({jsonrpc: '2.0', id: 7, method: 'tools/list'})) as {
+            result: {session: string}
+          }
           assert.equal(list.result.session, 's-1')
           return {
             action: 'forward',
             rewriteResponse: () =>
               new TransformStream<Uint8Array, Uint8Array>({
                 transform(chunk, ctl) {
-                  ctl.enqueue(new TextEncoder().encode(new TextDecoder().decode(chunk).toUpperCase()))
+                  ctl.enqueue(
+                    new TextEncoder().encode(new TextDecoder().decode(chunk).toUpperCase()),
+                  )
                 },
               }),
           }
@@ -397,7 +486,10 @@ describe('request interceptor seam', () => {
       },
     })
     try {
-      const res = await send(proxy.url, {headers: {'mcp-session-id': 's-1'}, body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}'})
+      const res = await send(proxy.url, {
+        headers: {'mcp-session-id': 's-1'},
+        body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}',
+      })
       assert.equal(res.status, 200)
       assert.equal(res.body, '{"UPPER":"NO"')
     } finally {

@@ -8,7 +8,11 @@ async function minorGcsDuring(fn: () => void): Promise<number> {
   let minor = 0
   const obs = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
-      if (((e as {detail?: unknown}).detail as {kind?: number} | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MINOR) minor++
+      if (
+        ((e as {detail?: unknown}).detail as {kind?: number} | undefined)?.kind ===
+        constants.NODE_PERFORMANCE_GC_MINOR
+      )
+        minor++
     }
   })
   obs.observe({entryTypes: ['gc']})
@@ -32,7 +36,10 @@ describe('young-generation GC while streaming', () => {
       for (let i = 0; i < 3 * 128; i++) countForwarded(64 * 1024) // 24 MiB: three GCs
     })
     assert.ok(above >= 3, `expected at least 3 minor GCs after 24 MiB, saw ${above}`)
-    assert.ok(below < above, `counting 100 KiB should not trigger GCs (saw ${below}, vs ${above} for 24 MiB)`)
+    assert.ok(
+      below < above,
+      `counting 100 KiB should not trigger GCs (saw ${below}, vs ${above} for 24 MiB)`,
+    )
   })
 
   it('does not expose gc() in the main context', () => {

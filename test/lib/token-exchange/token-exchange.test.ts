@@ -5,8 +5,16 @@ import {createLocalJWKSet, jwtVerify, type JWK} from 'jose'
 import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
 import {staticTokenSource} from '../../../src/lib/proxy/outgoing-auth.ts'
 import {startProxy, type ProxyConfig} from '../../../src/lib/proxy/proxy-server.ts'
-import {MAX_EXCHANGE_RESPONSE, createTokenExchanger} from '../../../src/lib/token-exchange/exchanger.ts'
-import {GRANT_TYPE, TOKEN_TYPE_ACCESS, processExchangeResponse, type TokenExchangeConfig} from '../../../src/lib/token-exchange/request.ts'
+import {
+  MAX_EXCHANGE_RESPONSE,
+  createTokenExchanger,
+} from '../../../src/lib/token-exchange/exchanger.ts'
+import {
+  GRANT_TYPE,
+  TOKEN_TYPE_ACCESS,
+  processExchangeResponse,
+  type TokenExchangeConfig,
+} from '../../../src/lib/token-exchange/request.ts'
 import {startRecordingUpstream, type RecordingUpstream} from '../../helpers/mcp-upstream.ts'
 import {startOidcProvider, type OidcProviderFixture} from '../../helpers/oidc-provider.ts'
 
@@ -47,7 +55,11 @@ describe('token exchange (RFC 8693)', () => {
       setup: (provider) => {
         provider.registerGrantType(
           GRANT_TYPE,
-          async (ctx: {oidc: {params: Record<string, string | undefined>}; status: number; body: unknown}) => {
+          async (ctx: {
+            oidc: {params: Record<string, string | undefined>}
+            status: number
+            body: unknown
+          }) => {
             const p = ctx.oidc.params
             if (failNext) {
               failNext = false
@@ -56,10 +68,15 @@ describe('token exchange (RFC 8693)', () => {
               return
             }
             const pub = {...(idp.signingKey as JWK)}
-            for (const k of ['d', 'p', 'q', 'dp', 'dq', 'qi']) delete (pub as Record<string, unknown>)[k]
+            for (const k of ['d', 'p', 'q', 'dp', 'dq', 'qi'])
+              delete (pub as Record<string, unknown>)[k]
             let sub: string
             try {
-              const {payload} = await jwtVerify(p.subject_token!, createLocalJWKSet({keys: [pub]}), {issuer: idp.issuer})
+              const {payload} = await jwtVerify(
+                p.subject_token!,
+                createLocalJWKSet({keys: [pub]}),
+                {issuer: idp.issuer},
+              )
               sub = String(payload.sub)
             } catch {
               ctx.status = 400
@@ -73,10 +90,26 @@ describe('token exchange (RFC 8693)', () => {
               scope: p.scope,
               sub,
             })
-            const accessToken = await idp.issueAccessToken({sub, audience: p.audience ?? 'api://default', clientId: exchangeClient.clientId})
-            ctx.body = {access_token: accessToken, issued_token_type: TOKEN_TYPE_ACCESS, token_type: 'Bearer', expires_in: 300}
+            const accessToken = await idp.issueAccessToken({
+              sub,
+              audience: p.audience ?? 'api://default',
+              clientId: exchangeClient.clientId,
+            })
+            ctx.body = {
+              access_token: accessToken,
+              issued_token_type: TOKEN_TYPE_ACCESS,
+              token_type: 'Bearer',
+              expires_in: 300,
+            }
           },
-          ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'scope', 'resource'],
+          [
+            'subject_token',
+            'subject_token_type',
+            'requested_token_type',
+            'audience',
+            'scope',
+            'resource',
+          ],
         )
       },
     })
@@ -100,7 +133,15 @@ describe('token exchange (RFC 8693)', () => {
 
   const withProxy = async (extra: Partial<ProxyConfig>, fn: (url: string) => Promise<void>) => {
     const proxy = await startProxy(
-      {name: 'x', targetUri: new URL(upstream.url), host: '127.0.0.1', port: 0, maxRequestBodySize: 0, forwardHeaders: [], ...extra},
+      {
+        name: 'x',
+        targetUri: new URL(upstream.url),
+        host: '127.0.0.1',
+        port: 0,
+        maxRequestBodySize: 0,
+        forwardHeaders: [],
+        ...extra,
+      },
       {logger},
     )
     try {
@@ -111,7 +152,11 @@ describe('token exchange (RFC 8693)', () => {
   }
 
   const post = (url: string, authorization?: string) =>
-    fetch(url + '/mcp', {method: 'POST', headers: {'content-type': 'application/json', ...(authorization ? {authorization} : {})}, body: '{}'})
+    fetch(url + '/mcp', {
+      method: 'POST',
+      headers: {'content-type': 'application/json', ...(authorization ? {authorization} : {})},
+      body: '{}',
+    })
 
   it('replaces Authorization with the exchanged token, subject = the validated incoming bearer', async () => {
     const incoming = await idp.issueAccessToken({sub: 'bob', audience: 'api://incoming'})
@@ -144,31 +189,52 @@ describe('token exchange (RFC 8693)', () => {
         await again.text()
         assert.equal(exchanges.length, before + 1)
         assert.equal(upstream.requests[seen + 1]!.headers.authorization, `Bearer ${forwarded}`)
-        assert.ok(!logger.lines.join('\n').includes(forwarded) && !logger.lines.join('\n').includes(incoming))
+        assert.ok(
+          !logger.lines.join('\n').includes(forwarded) &&
+            !logger.lines.join('\n').includes(incoming),
+        )
       },
     )
   })
 
   it('puts the exchanged token in --token-exchange-header-name and drops the client Authorization', async () => {
     const incoming = await idp.issueAccessToken({sub: 'carol', audience: 'api://incoming'})
-    await withProxy({tokenExchange: createTokenExchanger(exchangeConfig({headerName: 'x-upstream-token'}), {logger})}, async (url) => {
-      const seen = upstream.requests.length
-      const res = await post(url, `Bearer ${incoming}`)
-      assert.equal(res.status, 200)
-      await res.text()
-      const rec = upstream.requests[seen]!
-      assert.match(String(rec.headers['x-upstream-token']), /^Bearer eyJ/)
-      assert.equal(rec.headers.authorization, undefined)
-    })
+    await withProxy(
+      {
+        tokenExchange: createTokenExchanger(exchangeConfig({headerName: 'x-upstream-token'}), {
+          logger,
+        }),
+      },
+      async (url) => {
+        const seen = upstream.requests.length
+        const res = await post(url, `Bearer ${incoming}`)
+        assert.equal(res.status, 200)
+        await res.text()
+        const rec = upstream.requests[seen]!
+        assert.match(String(rec.headers['x-upstream-token']), /^Bearer eyJ/)
+        assert.equal(rec.headers.authorization, undefined)
+      },
+    )
   })
 
   it('exchanges the outgoing token (not the client one) when both exist, with the id_token subject type', async () => {
     const idToken = await idp.signJwt(
-      {iss: idp.issuer, sub: 'dave', aud: exchangeClient.clientId, iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 600},
+      {
+        iss: idp.issuer,
+        sub: 'dave',
+        aud: exchangeClient.clientId,
+        iat: Math.floor(Date.now() / 1000),
+        exp: Math.floor(Date.now() / 1000) + 600,
+      },
       {typ: 'JWT'},
     )
     await withProxy(
-      {upstreamToken: staticTokenSource(idToken), tokenExchange: createTokenExchanger(exchangeConfig({subjectTokenType: 'id_token'}), {logger})},
+      {
+        upstreamToken: staticTokenSource(idToken),
+        tokenExchange: createTokenExchanger(exchangeConfig({subjectTokenType: 'id_token'}), {
+          logger,
+        }),
+      },
       async (url) => {
         const before = exchanges.length
         const res = await post(url, 'Bearer client-token-not-a-jwt')
@@ -190,7 +256,9 @@ describe('token exchange (RFC 8693)', () => {
       const header = headerName ?? 'authorization'
       upstream.respond((req, res) => {
         const token = /^Bearer (.+)$/.exec(String(req.headers[header]))?.[1] ?? ''
-        const sub = token ? JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()).sub : undefined
+        const sub = token
+          ? JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()).sub
+          : undefined
         if (sub === 'fresh-login') res.end('ok')
         else {
           res.writeHead(401, {'www-authenticate': 'Bearer error="invalid_token"'})
@@ -209,7 +277,12 @@ describe('token exchange (RFC 8693)', () => {
       }
       try {
         await withProxy(
-          {upstreamToken: source, tokenExchange: createTokenExchanger(exchangeConfig(headerName ? {headerName} : {}), {logger})},
+          {
+            upstreamToken: source,
+            tokenExchange: createTokenExchanger(exchangeConfig(headerName ? {headerName} : {}), {
+              logger,
+            }),
+          },
           async (url) => {
             const seen = upstream.requests.length
             const res = await post(url, 'Bearer client-token')
@@ -232,31 +305,40 @@ describe('token exchange (RFC 8693)', () => {
 
   it('answers 401 Token exchange failed when the server refuses, and forwards nothing', async () => {
     const incoming = await idp.issueAccessToken({sub: 'erin', audience: 'api://incoming'})
-    await withProxy({tokenExchange: createTokenExchanger(exchangeConfig(), {logger})}, async (url) => {
-      failNext = true
-      const seen = upstream.requests.length
-      const res = await post(url, `Bearer ${incoming}`)
-      assert.equal(res.status, 401)
-      assert.deepEqual(await res.json(), {error: 'Token exchange failed'})
-      assert.equal(upstream.requests.length, seen)
-    })
+    await withProxy(
+      {tokenExchange: createTokenExchanger(exchangeConfig(), {logger})},
+      async (url) => {
+        failNext = true
+        const seen = upstream.requests.length
+        const res = await post(url, `Bearer ${incoming}`)
+        assert.equal(res.status, 401)
+        assert.deepEqual(await res.json(), {error: 'Token exchange failed'})
+        assert.equal(upstream.requests.length, seen)
+      },
+    )
   })
 
   it('answers 401 when the client credentials are wrong', async () => {
     const incoming = await idp.issueAccessToken({sub: 'frank', audience: 'api://incoming'})
-    await withProxy({tokenExchange: createTokenExchanger(exchangeConfig({clientSecret: 'wrong'}), {logger})}, async (url) => {
-      const res = await post(url, `Bearer ${incoming}`)
-      assert.equal(res.status, 401)
-      assert.deepEqual(await res.json(), {error: 'Token exchange failed'})
-    })
+    await withProxy(
+      {tokenExchange: createTokenExchanger(exchangeConfig({clientSecret: 'wrong'}), {logger})},
+      async (url) => {
+        const res = await post(url, `Bearer ${incoming}`)
+        assert.equal(res.status, 401)
+        assert.deepEqual(await res.json(), {error: 'Token exchange failed'})
+      },
+    )
   })
 
   it('answers 401 when there is no subject token at all', async () => {
-    await withProxy({tokenExchange: createTokenExchanger(exchangeConfig(), {logger})}, async (url) => {
-      const res = await post(url)
-      assert.equal(res.status, 401)
-      assert.deepEqual(await res.json(), {error: 'Token exchange failed'})
-    })
+    await withProxy(
+      {tokenExchange: createTokenExchanger(exchangeConfig(), {logger})},
+      async (url) => {
+        const res = await post(url)
+        assert.equal(res.status, 401)
+        assert.deepEqual(await res.json(), {error: 'Token exchange failed'})
+      },
+    )
   })
 })
 
@@ -265,24 +347,42 @@ describe('token exchange response processing', () => {
   const json = (status: number, body: unknown) => ({status, body})
 
   it('accepts a Bearer token with expires_in', async () => {
-    assert.deepEqual(processExchangeResponse(json(200, {access_token: 'a', token_type: 'Bearer', expires_in: 60})), {accessToken: 'a', expiresIn: 60})
+    assert.deepEqual(
+      processExchangeResponse(json(200, {access_token: 'a', token_type: 'Bearer', expires_in: 60})),
+      {accessToken: 'a', expiresIn: 60},
+    )
   })
 
   const refused: Array<[string, {status: number; body: unknown}, RegExp]> = [
-    ['an OAuth error, keeping only the error code', json(400, {error: 'invalid_grant', error_description: 'secret detail'}), /HTTP 400 error=invalid_grant$/],
+    [
+      'an OAuth error, keeping only the error code',
+      json(400, {error: 'invalid_grant', error_description: 'secret detail'}),
+      /HTTP 400 error=invalid_grant$/,
+    ],
     ['a missing access_token', json(200, {token_type: 'Bearer'}), /no access_token/],
-    ['a non-Bearer token type', json(200, {access_token: 'a', token_type: 'N_A'}), /token_type must be Bearer/],
-    ['a negative expires_in', json(200, {access_token: 'a', token_type: 'Bearer', expires_in: -1}), /expires_in/],
+    [
+      'a non-Bearer token type',
+      json(200, {access_token: 'a', token_type: 'N_A'}),
+      /token_type must be Bearer/,
+    ],
+    [
+      'a negative expires_in',
+      json(200, {access_token: 'a', token_type: 'Bearer', expires_in: -1}),
+      /expires_in/,
+    ],
     ['a non-JSON body', {status: 502, body: undefined}, /not JSON/],
   ]
   for (const [what, res, pattern] of refused) {
     it(`refuses ${what}`, async () => {
-      assert.throws(() => processExchangeResponse(res), (err: Error & {code?: string}) => {
-        assert.equal(err.code, 'ERR_TOKEN_EXCHANGE')
-        assert.match(err.message, pattern)
-        assert.doesNotMatch(err.message, /secret detail/)
-        return true
-      })
+      assert.throws(
+        () => processExchangeResponse(res),
+        (err: Error & {code?: string}) => {
+          assert.equal(err.code, 'ERR_TOKEN_EXCHANGE')
+          assert.match(err.message, pattern)
+          assert.doesNotMatch(err.message, /secret detail/)
+          return true
+        },
+      )
     })
   }
 
@@ -294,7 +394,11 @@ describe('token exchange response processing', () => {
     const outbound = {
       fetchJson: async () => {
         calls++
-        return {status: 200, headers: new Headers(), body: {access_token: `t${calls}`, token_type: 'Bearer', expires_in: 120}}
+        return {
+          status: 200,
+          headers: new Headers(),
+          body: {access_token: `t${calls}`, token_type: 'Bearer', expires_in: 120},
+        }
       },
       close: async () => undefined,
     }
@@ -313,7 +417,9 @@ describe('token exchange response processing', () => {
 
 describe('token exchange endpoint calls', () => {
   /** A loopback token endpoint that answers with `body` (a misbehaving or hostile one). */
-  async function endpoint(handler: (res: ServerResponse) => void): Promise<{url: string; close(): Promise<void>}> {
+  async function endpoint(
+    handler: (res: ServerResponse) => void,
+  ): Promise<{url: string; close(): Promise<void>}> {
     const server = createServer((req, res) => {
       req.resume()
       req.on('end', () => handler(res))
@@ -333,7 +439,10 @@ describe('token exchange endpoint calls', () => {
       res.writeHead(200, {'content-type': 'application/json'})
       res.end(JSON.stringify({access_token: 'a'.repeat(200 * 1024), token_type: 'Bearer'}))
     })
-    const ex = createTokenExchanger({url: big.url, subjectTokenType: 'access_token', timeoutMs: 10_000}, {logger: createMemoryLogger()})
+    const ex = createTokenExchanger(
+      {url: big.url, subjectTokenType: 'access_token', timeoutMs: 10_000},
+      {logger: createMemoryLogger()},
+    )
     try {
       await assert.rejects(ex.exchange('subject'), (err: Error & {code?: string}) => {
         assert.equal(err.code, 'ERR_TOKEN_EXCHANGE')
@@ -348,7 +457,10 @@ describe('token exchange endpoint calls', () => {
 
   it('gives up after its timeout when the endpoint never answers', async () => {
     const silent = await endpoint(() => undefined)
-    const ex = createTokenExchanger({url: silent.url, subjectTokenType: 'access_token', timeoutMs: 300}, {logger: createMemoryLogger()})
+    const ex = createTokenExchanger(
+      {url: silent.url, subjectTokenType: 'access_token', timeoutMs: 300},
+      {logger: createMemoryLogger()},
+    )
     try {
       await assert.rejects(ex.exchange('subject'), /token exchange: timed out after 300 ms/)
     } finally {
