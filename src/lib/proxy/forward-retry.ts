@@ -1,5 +1,5 @@
 import type {IncomingMessage, ServerResponse} from 'node:http'
-import {Duplex, Writable, type Readable} from 'node:stream'
+import {Duplex, pipeline, Writable, type Readable} from 'node:stream'
 import {isToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
 import {
@@ -35,12 +35,16 @@ export function trackClient(res: ServerResponse, withController: boolean): InFli
     controller: withController ? new AbortController() : undefined,
     call: undefined,
   }
-  res.once('close', () => {
+  const leave = () => {
     if (res.writableFinished) return
     state.gone = true
     state.controller?.abort()
     state.call?.cancel(new Error('client closed the connection'))
-  })
+  }
+  // The client may already have left while it was being authenticated or its body read: 'close'
+  // has then fired before this listener existed, so look at the state too.
+  if (res.destroyed) leave()
+  else res.once('close', leave)
   return state
 }
 
@@ -193,8 +197,11 @@ function responseSink(
   if (types.join(',').startsWith('text/event-stream')) res.flushHeaders()
   if (!transform) return res
   const duplex = Duplex.fromWeb(transform as unknown as Parameters<typeof Duplex.fromWeb>[0])
-  duplex.pipe(res)
-  res.once('close', () => duplex.destroy())
+  // pipeline, not pipe: a rewriter that refuses the body (coded, not UTF-8, malformed) errors its
+  // stream on purpose; pipe() would leave that error unhandled and crash the process. pipeline cuts
+  // the client response instead (the refusal is logged by the rewriter), and tears the rewriter
+  // down when the client leaves.
+  pipeline(duplex, res, () => {})
   return duplex as Writable
 }
 

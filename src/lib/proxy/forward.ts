@@ -70,7 +70,13 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
 
   onData(chunk: Buffer): boolean {
     const sink = this.sink
-    if (!sink || sink.destroyed) return true
+    if (!sink) return true
+    if (sink.destroyed) {
+      // Nobody will read what follows (client gone, rewriter refused the body): stop the upstream
+      // rather than drain a possibly endless stream into nothing.
+      this.cancel(new Error('response sink closed'))
+      return false
+    }
     countForwarded(chunk.length)
     if (sink.write(chunk)) return true
     if (!this.waitingDrain) {
