@@ -1,6 +1,18 @@
 import {ToolgateError} from '../../errors.ts'
-import {toOutboundError, type OutboundClient} from '../../http/outbound.ts'
+import {blockedRange} from '../../http/ip-ranges.ts'
+import {isLoopbackHost} from '../../http/loopback.ts'
+import {createOutboundClient, toOutboundError, type OutboundClient} from '../../http/outbound.ts'
 import {describeUrl} from './location.ts'
+
+/** Redirects followed before giving up (release assets and "latest" links redirect once or twice). */
+export const MAX_REDIRECTS = 5
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+
+/** Whether the operator's own URL names a private or loopback host (an IP literal or localhost). */
+export function operatorUrlIsPrivate(url: URL): boolean {
+  const host = url.hostname.replace(/^\[|\]$/g, '')
+  return isLoopbackHost(host) || (/^[\d.]+$|:/.test(host) && blockedRange(host) !== undefined)
+}
 
 export interface FetchBodyOptions {
   /** Largest body accepted; a larger declared Content-Length fails before reading. */
@@ -12,9 +24,11 @@ export interface FetchBodyOptions {
 /**
  * GETs `url` through the shared guarded client and returns the raw body bytes (a file source keeps
  * them as bytes: decoding a 256 MiB document to one string would double its memory). The client
- * bounds the whole exchange, body included, by its timeout and does not follow redirects: a 3xx
- * fails naming its status, like any other non-2xx. Failures are ERR_SOURCE_LOAD naming the URL
- * without its query or credentials (describeUrl), never the Location of a redirect.
+ * bounds each exchange, body included, by its timeout. Up to MAX_REDIRECTS redirects are followed;
+ * a redirect target is a URL learned from a remote answer, so (contract §2) it may reach private or
+ * loopback addresses only when the operator's URL is itself on one, and https never downgrades to
+ * http. Failures are ERR_SOURCE_LOAD naming the configured URL without its query or credentials
+ * (describeUrl), never the Location of a redirect (it may carry a signed query).
  */
 export async function fetchBody(
   client: OutboundClient,
@@ -27,19 +41,40 @@ export async function fetchBody(
     // fetch refuses such URLs, and its error would quote the URL, credentials included.
     throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: credentials in the URL are not supported`)
   }
+  let strict: OutboundClient | undefined
+  let hopClient = client
+  let current = target
   try {
-    const res = await client.fetch(url, {
+    let res = await hopClient.fetch(current.href, {
       headers: {accept: 'application/json'},
       ...(options.signal ? {signal: options.signal} : {}),
     })
+    for (let hop = 1; REDIRECT_STATUSES.has(res.status); hop++) {
+      const location = res.headers.get('location')
+      await res.body?.cancel().catch(() => {})
+      if (!location) break
+      const fail = (why: string) => new ToolgateError('ERR_SOURCE_LOAD', `${where}: ${why}`)
+      if (hop > MAX_REDIRECTS) throw fail(`more than ${MAX_REDIRECTS} redirects`)
+      const next = new URL(location, current)
+      if (next.protocol !== 'http:' && next.protocol !== 'https:')
+        throw fail(`redirect to a ${next.protocol} URL refused`)
+      if (current.protocol === 'https:' && next.protocol === 'http:')
+        throw fail('redirect from https to http refused')
+      if (next.username !== '' || next.password !== '')
+        throw fail('redirect to a URL with credentials refused')
+      if (!operatorUrlIsPrivate(target) && hopClient === client) {
+        strict = createOutboundClient({timeoutMs: client.timeoutMs})
+        hopClient = strict
+      }
+      current = next
+      res = await hopClient.fetch(current.href, {
+        headers: {accept: 'application/json'},
+        ...(options.signal ? {signal: options.signal} : {}),
+      })
+    }
     if (!res.ok) {
       await res.body?.cancel().catch(() => {})
-      const redirect = res.status >= 300 && res.status < 400
-      throw new ToolgateError(
-        'ERR_SOURCE_LOAD',
-        `${where}: HTTP ${res.status}` +
-          (redirect ? ' (redirects are not followed; configure the final URL)' : ''),
-      )
+      throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: HTTP ${res.status}`)
     }
     const tooLarge = () =>
       new ToolgateError('ERR_SOURCE_LOAD', `${where}: body larger than ${options.maxBytes} bytes`)
@@ -75,9 +110,18 @@ export async function fetchBody(
         },
       )
     }
+    if (mapped.code === 'ERR_OUTBOUND_BLOCKED' && current !== target) {
+      throw new ToolgateError(
+        'ERR_SOURCE_LOAD',
+        `${where}: a redirect led to a private or loopback address, which is refused for a public source URL`,
+        {cause: err},
+      )
+    }
     const reason = mapped.details?.reason ?? mapped.code
     throw new ToolgateError('ERR_SOURCE_LOAD', `${where}: request failed (${String(reason)})`, {
       cause: err,
     })
+  } finally {
+    await strict?.close()
   }
 }
