@@ -30,6 +30,8 @@ export interface SqliteStoreOptions {
   path: string
   /** How long a writer waits for another connection's lock before failing. */
   busyTimeoutMs?: number
+  /** Runs the off-thread WAL checkpoint; injectable so tests can make the worker fail. */
+  checkpoint?: (path: string, busyTimeoutMs: number) => Promise<unknown>
 }
 
 export class SqliteRegistryStore implements RegistryStore {
@@ -38,7 +40,7 @@ export class SqliteRegistryStore implements RegistryStore {
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path
-    this.#c = new StoreConnections(options.path, options.busyTimeoutMs ?? 5000)
+    this.#c = new StoreConnections(options.path, options.busyTimeoutMs ?? 5000, options.checkpoint)
   }
 
   async init(): Promise<void> {

@@ -1,6 +1,6 @@
 import {test, describe, before, after} from 'node:test'
 import assert from 'node:assert/strict'
-import {mkdtemp, rm} from 'node:fs/promises'
+import {mkdtemp, rm, stat} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {SqliteRegistryStore} from '../../../src/lib/registry/sqlite-store.ts'
@@ -122,6 +122,48 @@ describe('SqliteRegistryStore close during a sync', () => {
         await again.close()
       }
     } finally {
+      await rm(dir, {recursive: true, force: true})
+    }
+  })
+})
+
+describe('WAL checkpoints when the checkpoint worker cannot run', () => {
+  test('fall back to the writer connection, so the log stays bounded across syncs', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'toolgate-wal-'))
+    const path = join(dir, 'registry.db')
+    let workerCalls = 0
+    // Stands in for a platform where worker_threads cannot start (the real worker is used elsewhere).
+    const store = new SqliteRegistryStore({
+      path,
+      checkpoint: async () => {
+        workerCalls++
+        throw new Error('workers are not available here')
+      },
+    })
+    try {
+      await store.init()
+      await store.setRegistries([{name: 'default', sources: ['a']}])
+      const walSize = async () => (await stat(`${path}-wal`)).size
+      const settle = async () => {
+        for (let i = 0; i < 20; i++) await nextTurn()
+      }
+      await store.replaceSource('a', servers('gen0', 4_000), T0)
+      await settle()
+      const afterOne = await walSize()
+      for (let g = 1; g <= 5; g++) {
+        await store.replaceSource('a', servers(`gen${g}`, 4_000), T1)
+        await settle()
+      }
+      const afterSix = await walSize()
+      assert.ok(workerCalls >= 1, 'the worker was tried first')
+      // Without any checkpoint every sync appends its pages: six syncs would need about 6x the log.
+      assert.ok(afterSix < afterOne * 2.5, `WAL grew from ${afterOne} to ${afterSix} bytes`)
+      assert.equal(
+        (await store.listServers('default', {limit: 1})).servers[0]?.server.name,
+        'io.gen5/server-000000',
+      )
+    } finally {
+      await store.close()
       await rm(dir, {recursive: true, force: true})
     }
   })

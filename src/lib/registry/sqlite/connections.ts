@@ -27,12 +27,21 @@ export class StoreConnections {
   #queue: Promise<unknown> = Promise.resolve()
   #checkpointing: Promise<unknown> | undefined
   #checkpointAgain = false
+  /** Set once a checkpoint worker could not run (workers unavailable): checkpoint in-thread instead. */
+  #inThreadCheckpoint = false
   // Committed write transactions on this connection (part of dataVersion()).
   #writes = 0
 
-  constructor(path: string, busyTimeoutMs: number) {
+  readonly #checkpointOffThread: (path: string, busyTimeoutMs: number) => Promise<unknown>
+
+  constructor(
+    path: string,
+    busyTimeoutMs: number,
+    checkpoint: (path: string, busyTimeoutMs: number) => Promise<unknown> = checkpointInWorker,
+  ) {
     this.path = path
     this.busyTimeoutMs = busyTimeoutMs
+    this.#checkpointOffThread = checkpoint
   }
 
   async open(): Promise<void> {
@@ -151,9 +160,37 @@ export class StoreConnections {
     const run = async (): Promise<void> => {
       do {
         this.#checkpointAgain = false
-        await checkpointInWorker(this.path, this.busyTimeoutMs).catch(() => undefined)
+        await this.#checkpoint()
       } while (this.#checkpointAgain && !this.closing)
     }
     this.#checkpointing = run().finally(() => (this.#checkpointing = undefined))
+  }
+
+  /**
+   * A PASSIVE checkpoint reports a busy log instead of failing, so a rejected worker means the
+   * worker itself could not run. Automatic checkpoints are off on the writer connection, so never
+   * leave it at that (the log would grow for the life of the process): fall back to checkpointing
+   * on the writer connection, which blocks the loop briefly but keeps the log bounded.
+   */
+  async #checkpoint(): Promise<void> {
+    if (!this.#inThreadCheckpoint) {
+      try {
+        await this.#checkpointOffThread(this.path, this.busyTimeoutMs)
+        return
+      } catch {
+        this.#inThreadCheckpoint = true
+      }
+    }
+    if (this.closing || !this.wdb) return
+    try {
+      this.wdb.prepare('PRAGMA wal_checkpoint(PASSIVE)').get()
+    } catch {
+      // A full disk or an I/O fault: the log is kept and the next commit tries again.
+    }
+  }
+
+  /** Whether checkpoints fell back to the writer connection (for tests and diagnostics). */
+  get checkpointsInThread(): boolean {
+    return this.#inThreadCheckpoint
   }
 }
