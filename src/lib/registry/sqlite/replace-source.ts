@@ -58,8 +58,13 @@ export async function replaceSource(
       }
     })
   } finally {
-    // Free the staged copy now rather than at the next sync.
-    if (c.wdb) clear()
+    // Free the staged copy now rather than at the next sync. A failure here (a closing store, a
+    // busy database) must not replace the error that ended the sync; the next sync clears anyway.
+    try {
+      if (c.wdb) clear()
+    } catch {
+      // ignored on purpose, see above
+    }
   }
   stats.skipped = skipped
   return stats
