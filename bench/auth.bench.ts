@@ -18,9 +18,7 @@ import {providerConfigOf, startOidcProvider} from '../test/helpers/oidc-provider
 import {FIXTURES, startServe, tempDir, writeConfig} from '../test/helpers/serve-process.ts'
 
 // autocannon ships no types; only the fields read here are declared.
-type Autocannon = (
-  opts: Record<string, unknown>,
-) => Promise<{
+type Autocannon = (opts: Record<string, unknown>) => Promise<{
   requests: {average: number; total: number}
   latency: {p99: number}
   non2xx: number

@@ -140,32 +140,28 @@ for (const [name, respond] of [
   [
     'active refresh token',
     (res: ServerResponse) =>
-      res
-        .writeHead(200)
-        .end(
-          JSON.stringify({
-            active: true,
-            sub: 'x',
-            aud: 'x',
-            exp: 9999999999,
-            token_type: 'refresh_token',
-          }),
-        ),
+      res.writeHead(200).end(
+        JSON.stringify({
+          active: true,
+          sub: 'x',
+          aud: 'x',
+          exp: 9999999999,
+          token_type: 'refresh_token',
+        }),
+      ),
   ],
   [
     'active with a foreign iss',
     (res: ServerResponse) =>
-      res
-        .writeHead(200)
-        .end(
-          JSON.stringify({
-            active: true,
-            sub: 'x',
-            aud: 'x',
-            exp: 9999999999,
-            iss: 'https://evil.example',
-          }),
-        ),
+      res.writeHead(200).end(
+        JSON.stringify({
+          active: true,
+          sub: 'x',
+          aud: 'x',
+          exp: 9999999999,
+          iss: 'https://evil.example',
+        }),
+      ),
   ],
   [
     'a redirect',
