@@ -1,17 +1,12 @@
-import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
+import {reservedNameFlag, secretNameArg} from './shared.ts'
 import {ToolgateError} from '../../lib/errors.ts'
 
 export default class SecretDelete extends BaseCommand {
   static override description = 'Delete a secret; a name that is not stored is an error (exit 66).'
   static override examples = ['<%= config.bin %> secret delete github-token']
-  static override args = {name: Args.string({description: 'Secret name.', required: true})}
-  static override flags = {
-    system: Flags.boolean({
-      description: "Allow a name in toolgate's reserved namespace (__toolgate/…).",
-      default: false,
-    }),
-  }
+  static override args = secretNameArg
+  static override flags = reservedNameFlag
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(SecretDelete)

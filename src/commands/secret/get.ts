@@ -1,5 +1,5 @@
-import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
+import {reservedNameFlag, secretNameArg} from './shared.ts'
 
 export default class SecretGet extends BaseCommand {
   static override description =
@@ -8,13 +8,8 @@ export default class SecretGet extends BaseCommand {
     '<%= config.bin %> secret get github-token',
     '<%= config.bin %> secret get github-token --json',
   ]
-  static override args = {name: Args.string({description: 'Secret name.', required: true})}
-  static override flags = {
-    system: Flags.boolean({
-      description: "Allow a name in toolgate's reserved namespace (__toolgate/…).",
-      default: false,
-    }),
-  }
+  static override args = secretNameArg
+  static override flags = reservedNameFlag
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(SecretGet)

@@ -1,5 +1,5 @@
-import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
+import {reservedNameFlag, secretNameArg} from './shared.ts'
 import {stripOneNewline} from '../../lib/secrets/input.ts'
 
 export default class SecretSet extends BaseCommand {
@@ -9,13 +9,8 @@ export default class SecretSet extends BaseCommand {
     'printf \'%s\' "$TOKEN" | <%= config.bin %> secret set github-token',
     '<%= config.bin %> secret set github-token   # prompts without echo',
   ]
-  static override args = {name: Args.string({description: 'Secret name.', required: true})}
-  static override flags = {
-    system: Flags.boolean({
-      description: "Allow a name in toolgate's reserved namespace (__toolgate/…).",
-      default: false,
-    }),
-  }
+  static override args = secretNameArg
+  static override flags = reservedNameFlag
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(SecretSet)

@@ -15,16 +15,7 @@ export function checkSources(c: Checker, value: unknown, baseDir: string): Sourc
     const p = `sources[${i}]`
     const o = c.object(item, p, ['name', 'file', 'api', 'syncPolicy', 'filter'])
     if (!o) return
-    const name = c.string(o.name, join(p, 'name'), {required: true})
-    if (name !== undefined) {
-      if (!isDnsLabel(name))
-        c.add(
-          join(p, 'name'),
-          `"${name}" must be a DNS label (lower-case letters, digits, -; at most 63)`,
-        )
-      else if (seen.has(name)) c.add(join(p, 'name'), `duplicate source name "${name}"`)
-      seen.add(name)
-    }
+    const name = checkUniqueLabel(c, o.name, join(p, 'name'), seen, 'source')
     const syncIntervalMs = checkSyncPolicy(c, o.syncPolicy, join(p, 'syncPolicy'))
     const filter = checkFilter(c, o.filter, join(p, 'filter'))
     const common = {
@@ -105,16 +96,7 @@ export function checkRegistries(
     const p = `registries[${i}]`
     const o = c.object(item, p, ['name', 'sources'])
     if (!o) return
-    const name = c.string(o.name, join(p, 'name'), {required: true})
-    if (name !== undefined) {
-      if (!isDnsLabel(name))
-        c.add(
-          join(p, 'name'),
-          `"${name}" must be a DNS label (lower-case letters, digits, -; at most 63)`,
-        )
-      else if (seen.has(name)) c.add(join(p, 'name'), `duplicate registry name "${name}"`)
-      seen.add(name)
-    }
+    const name = checkUniqueLabel(c, o.name, join(p, 'name'), seen, 'registry')
     const refs = c.stringList(o.sources, join(p, 'sources')) ?? []
     if (o.sources === undefined) c.add(join(p, 'sources'), 'is required (a list of source names)')
     const dupes = new Set<string>()
@@ -126,4 +108,21 @@ export function checkRegistries(
     if (name !== undefined) out.push({name, sources: refs})
   })
   return out
+}
+
+/** A required name that is a DNS label and unique among its kind (sources, registries). */
+function checkUniqueLabel(
+  c: Checker,
+  value: unknown,
+  path: string,
+  seen: Set<string>,
+  kind: 'source' | 'registry',
+): string | undefined {
+  const name = c.string(value, path, {required: true})
+  if (name === undefined) return undefined
+  if (!isDnsLabel(name))
+    c.add(path, `"${name}" must be a DNS label (lower-case letters, digits, -; at most 63)`)
+  else if (seen.has(name)) c.add(path, `duplicate ${kind} name "${name}"`)
+  seen.add(name)
+  return name
 }
