@@ -55,24 +55,29 @@ function envFor(dir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   }
 }
 
+/** `bin/dev.js serve …` in a temp XDG home, on port-0 addresses unless the args give others. */
+function spawnServe(args: string[], dir: string, env: NodeJS.ProcessEnv | undefined) {
+  const full = ['serve', ...args]
+  if (!args.includes('--address')) full.push('--address', '127.0.0.1:0')
+  if (!args.includes('--internal-address')) full.push('--internal-address', '127.0.0.1:0')
+  return spawn(NODE, [DEV, ...full], {
+    cwd: ROOT,
+    env: envFor(dir, env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+}
+
 /** Starts serve with port-0 addresses unless the args give others; rejects with stderr if it exits first. */
 export async function startServe(
   args: string[],
   opts: {dir?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number} = {},
 ): Promise<ServeProcess> {
   const dir = opts.dir ?? tempDir()
-  const full = ['serve', ...args]
-  if (!args.includes('--address')) full.push('--address', '127.0.0.1:0')
-  if (!args.includes('--internal-address')) full.push('--internal-address', '127.0.0.1:0')
-  const proc = spawn(NODE, [DEV, ...full], {
-    cwd: ROOT,
-    env: envFor(dir, opts.env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const proc = spawnServe(args, dir, opts.env)
   let out = ''
   let err = ''
-  proc.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d))
-  proc.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d))
+  proc.stdout.setEncoding('utf8').on('data', (d: string) => (out += d))
+  proc.stderr.setEncoding('utf8').on('data', (d: string) => (err += d))
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
@@ -132,14 +137,7 @@ export async function runServe(
   opts: {dir?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number} = {},
 ): Promise<RunResult> {
   const dir = opts.dir ?? tempDir()
-  const full = ['serve', ...args]
-  if (!args.includes('--address')) full.push('--address', '127.0.0.1:0')
-  if (!args.includes('--internal-address')) full.push('--internal-address', '127.0.0.1:0')
-  const proc = spawn(NODE, [DEV, ...full], {
-    cwd: ROOT,
-    env: envFor(dir, opts.env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const proc = spawnServe(args, dir, opts.env)
   let stdout = ''
   let stderr = ''
   proc.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))

@@ -6,6 +6,7 @@ import {StreamableHTTPClientTransport} from '@modelcontextprotocol/sdk/client/st
 import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
 import {startProxy, type RunningProxy} from '../../../src/lib/proxy/proxy-server.ts'
 import {startMcpUpstream, type McpUpstream} from '../../helpers/mcp-upstream.ts'
+import {loopbackProxyConfig} from '../../helpers/proxy-config.ts'
 
 /**
  * Established TCP connections whose LOCAL port is `port`, i.e. the connections the real
@@ -43,17 +44,9 @@ describe('a client leaving mid-call through the proxy (real server-everything, r
   let proxy: RunningProxy
   before(async () => {
     upstream = await startMcpUpstream('streamableHttp')
-    proxy = await startProxy(
-      {
-        name: 'everything',
-        targetUri: new URL(upstream.url),
-        host: '127.0.0.1',
-        port: 0,
-        maxRequestBodySize: 0,
-        forwardHeaders: [],
-      },
-      {logger: createMemoryLogger('info')},
-    )
+    proxy = await startProxy(loopbackProxyConfig(upstream.url, {name: 'everything'}), {
+      logger: createMemoryLogger('info'),
+    })
   })
   after(async () => {
     await proxy?.close()

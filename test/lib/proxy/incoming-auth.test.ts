@@ -9,6 +9,7 @@ import {
 } from '../../../src/lib/proxy/proxy-server.ts'
 import {startRecordingUpstream, type RecordingUpstream} from '../../helpers/mcp-upstream.ts'
 import {startOidcProvider, type OidcProviderFixture} from '../../helpers/oidc-provider.ts'
+import {loopbackProxyConfig} from '../../helpers/proxy-config.ts'
 
 /** Incoming OIDC protection of the proxy (contract §2, §3) against a real oidc-provider. */
 describe('proxy incoming OIDC', () => {
@@ -20,16 +21,11 @@ describe('proxy incoming OIDC', () => {
 
   const start = (extra: Partial<ProxyConfig> = {}) =>
     startProxy(
-      {
+      loopbackProxyConfig(upstream.url, {
         name: 'protected',
-        targetUri: new URL(upstream.url),
-        host: '127.0.0.1',
-        port: 0,
-        maxRequestBodySize: 0,
-        forwardHeaders: [],
         oidc: {issuer: idp.issuer, audience: 'api://weather', scopes: ['openid', 'mcp:tools']},
         ...extra,
-      },
+      }),
       {logger},
     )
 

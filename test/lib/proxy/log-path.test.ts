@@ -5,6 +5,7 @@ import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
 import {logPath} from '../../../src/lib/proxy/log-path.ts'
 import {startProxy, type ProxyConfig} from '../../../src/lib/proxy/proxy-server.ts'
 import {freePort, startRecordingUpstream} from '../../helpers/mcp-upstream.ts'
+import {loopbackProxyConfig} from '../../helpers/proxy-config.ts'
 
 const QUERY_TOKEN = 'qs-access-token-7c1f0e'
 const SESSION = 'legacy-sse-session-5d2a9b'
@@ -55,15 +56,7 @@ describe('proxy logs never carry the query string', () => {
   ): Promise<string> {
     const logger = createMemoryLogger()
     const proxy = await startProxy(
-      {
-        name: 'log-test',
-        targetUri: new URL(target),
-        host: '127.0.0.1',
-        port: 0,
-        maxRequestBodySize: 16,
-        forwardHeaders: [],
-        ...extra,
-      },
+      loopbackProxyConfig(target, {name: 'log-test', maxRequestBodySize: 16, ...extra}),
       {logger},
     )
     try {

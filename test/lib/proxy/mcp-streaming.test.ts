@@ -7,6 +7,7 @@ import type {Transport} from '@modelcontextprotocol/sdk/shared/transport.js'
 import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
 import {startProxy, type RunningProxy} from '../../../src/lib/proxy/proxy-server.ts'
 import {startMcpUpstream, type McpUpstream} from '../../helpers/mcp-upstream.ts'
+import {loopbackProxyConfig} from '../../helpers/proxy-config.ts'
 
 /**
  * Real MCP server (server-everything) behind the proxy, real MCP SDK client in front, for both
@@ -27,17 +28,9 @@ for (const mode of ['streamableHttp', 'sse'] as const) {
 
     before(async () => {
       upstream = await startMcpUpstream(mode)
-      proxy = await startProxy(
-        {
-          name: 'everything',
-          targetUri: new URL(upstream.url),
-          host: '127.0.0.1',
-          port: 0,
-          maxRequestBodySize: 0,
-          forwardHeaders: [],
-        },
-        {logger: createMemoryLogger('info')},
-      )
+      proxy = await startProxy(loopbackProxyConfig(upstream.url, {name: 'everything'}), {
+        logger: createMemoryLogger('info'),
+      })
       client = new Client({name: 'toolgate-test', version: '1.0.0'})
       const endpoint = new URL(proxy.url + upstream.endpoint)
       transport =

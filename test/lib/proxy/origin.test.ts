@@ -9,6 +9,7 @@ import {
 } from '../../../src/lib/proxy/origin.ts'
 import {startProxy, type RunningProxy} from '../../../src/lib/proxy/proxy-server.ts'
 import {startRecordingUpstream, type RecordingUpstream} from '../../helpers/mcp-upstream.ts'
+import {loopbackProxyConfig} from '../../helpers/proxy-config.ts'
 
 const REJECTED = '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Origin not allowed"}}'
 
@@ -46,15 +47,10 @@ describe('Origin allowlist with explicit --allowed-origins', () => {
   before(async () => {
     upstream = await startRecordingUpstream()
     proxy = await startProxy(
-      {
+      loopbackProxyConfig(upstream.url, {
         name: 'o',
-        targetUri: new URL(upstream.url),
-        host: '127.0.0.1',
-        port: 0,
-        maxRequestBodySize: 0,
-        forwardHeaders: [],
         allowedOrigins: parseAllowedOrigins(['https://App.Example.com', 'http://localhost:3000']),
-      },
+      }),
       {logger: createMemoryLogger()},
     )
   })
@@ -98,17 +94,9 @@ describe('Origin allowlist with explicit --allowed-origins', () => {
 describe('Origin defaults', () => {
   it('derives localhost, 127.0.0.1 and [::1] on the bound port for a loopback bind', async () => {
     const upstream = await startRecordingUpstream()
-    const proxy = await startProxy(
-      {
-        name: 'o',
-        targetUri: new URL(upstream.url),
-        host: '127.0.0.1',
-        port: 0,
-        maxRequestBodySize: 0,
-        forwardHeaders: [],
-      },
-      {logger: createMemoryLogger()},
-    )
+    const proxy = await startProxy(loopbackProxyConfig(upstream.url, {name: 'o'}), {
+      logger: createMemoryLogger(),
+    })
     try {
       for (const o of [
         `http://localhost:${proxy.port}`,

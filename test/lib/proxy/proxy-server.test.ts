@@ -14,6 +14,7 @@ import {
   startRecordingUpstream,
   type RecordingUpstream,
 } from '../../helpers/mcp-upstream.ts'
+import {loopbackProxyConfig} from '../../helpers/proxy-config.ts'
 
 /** Raw HTTP client: lets a test send exactly the headers it wants (duplicates, hop-by-hop). */
 function send(
@@ -59,18 +60,7 @@ function send(
 
 async function proxyFor(upstream: string, extra: Partial<ProxyConfig> = {}) {
   const logger = createMemoryLogger()
-  const proxy = await startProxy(
-    {
-      name: 'test',
-      targetUri: new URL(upstream),
-      host: '127.0.0.1',
-      port: 0,
-      maxRequestBodySize: 0,
-      forwardHeaders: [],
-      ...extra,
-    },
-    {logger},
-  )
+  const proxy = await startProxy(loopbackProxyConfig(upstream, {name: 'test', ...extra}), {logger})
   return {proxy, logger}
 }
 

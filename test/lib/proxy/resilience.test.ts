@@ -7,6 +7,7 @@ import type {BearerAuthenticator} from '../../../src/lib/auth/types.ts'
 import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
 import {startProxy, type RunningProxy} from '../../../src/lib/proxy/proxy-server.ts'
 import type {RequestInterceptor} from '../../../src/lib/proxy/types.ts'
+import {loopbackProxyConfig} from '../../helpers/proxy-config.ts'
 
 // A real HTTP target on loopback whose handler each test sets.
 async function target(
@@ -54,15 +55,7 @@ describe('proxy resilience', () => {
         setTimeout(() => res.end(), 100)
       })
       const proxy: RunningProxy = await startProxy(
-        {
-          name: 'resilience',
-          targetUri: new URL(t.url),
-          host: '127.0.0.1',
-          port: 0,
-          maxRequestBodySize: 0,
-          forwardHeaders: [],
-          interceptor: authzRewriter,
-        },
+        loopbackProxyConfig(t.url, {name: 'resilience', interceptor: authzRewriter}),
         {logger: createMemoryLogger()},
       )
       cleanup.push(
@@ -108,15 +101,10 @@ describe('proxy resilience', () => {
       close: async () => {},
     }
     const proxy = await startProxy(
-      {
+      loopbackProxyConfig(t.url, {
         name: 'departure',
-        targetUri: new URL(t.url),
-        host: '127.0.0.1',
-        port: 0,
-        maxRequestBodySize: 0,
-        forwardHeaders: [],
         oidc: {issuer: 'https://idp.example', scopes: ['openid']},
-      },
+      }),
       {logger: createMemoryLogger(), authenticator: slowAuthenticator},
     )
     cleanup.push(

@@ -17,6 +17,7 @@ import {
 } from '../../../src/lib/token-exchange/request.ts'
 import {startRecordingUpstream, type RecordingUpstream} from '../../helpers/mcp-upstream.ts'
 import {startOidcProvider, type OidcProviderFixture} from '../../helpers/oidc-provider.ts'
+import {loopbackProxyConfig} from '../../helpers/proxy-config.ts'
 
 interface ExchangeSeen {
   subjectType: string
@@ -132,18 +133,9 @@ describe('token exchange (RFC 8693)', () => {
   })
 
   const withProxy = async (extra: Partial<ProxyConfig>, fn: (url: string) => Promise<void>) => {
-    const proxy = await startProxy(
-      {
-        name: 'x',
-        targetUri: new URL(upstream.url),
-        host: '127.0.0.1',
-        port: 0,
-        maxRequestBodySize: 0,
-        forwardHeaders: [],
-        ...extra,
-      },
-      {logger},
-    )
+    const proxy = await startProxy(loopbackProxyConfig(upstream.url, {name: 'x', ...extra}), {
+      logger,
+    })
     try {
       await fn(proxy.url)
     } finally {
