@@ -1,0 +1,163 @@
+import type {BearerAuthenticator} from '../auth/types.ts'
+import {ToolgateError} from '../errors.ts'
+import type {Logger} from '../log/logger.ts'
+import type {RemoteAuth, RemoteAuthFlags} from '../oauth/index.ts'
+import {incomingAuthEnabled} from './incoming-auth.ts'
+import {proxyConfigFromFlags, type ProxyFlags} from './options.ts'
+import type {ProxyConfig, RunningProxy} from './proxy-server.ts'
+
+/**
+ * Every flag of the request pipeline (contract §3): listen/limits/Origin, incoming OIDC, Cedar,
+ * outgoing credentials, header injection. `proxy`, `run` and `proxy stdio` share these, so a flag
+ * added once (src/commands/pipeline-flags.ts) works in all of them.
+ */
+export type PipelineFlags = ProxyFlags &
+  RemoteAuthFlags & {
+    'remote-forward-headers-secret'?: string[]
+    'authz-config'?: string
+  }
+
+export interface PipelineDeps {
+  logger: Logger
+  /** `--json`: remote-login progress as JSON-line events. */
+  json: boolean
+  /** Where remote-login progress goes (stderr; stdout may be a protocol channel). */
+  write: (text: string) => void
+  isTTY: boolean
+  env?: NodeJS.ProcessEnv
+  /** Injected validator (tests); default: the shared one built from the `--oidc-*` flags. */
+  authenticator?: BearerAuthenticator
+}
+
+export interface PreparedPipeline {
+  config: ProxyConfig
+  /** Present when `--remote-auth` is on: its login runs after the port is bound. */
+  remoteAuth?: RemoteAuth
+}
+
+/**
+ * Flags → a complete proxy configuration, with every check that can fail done now, before anything
+ * listens: flag errors, a missing header secret, a bad policy file, remote-auth options.
+ */
+export async function preparePipeline(
+  name: string,
+  flags: PipelineFlags,
+  deps: PipelineDeps,
+): Promise<PreparedPipeline> {
+  const {logger} = deps
+  // Loaded here, not at the top: a command that never proxies (or `--help`) must not pay for the
+  // secrets store, Cedar or OAuth modules. Literal specifiers keep the bundle (esbuild) complete.
+  const {openSecretStore, overrideForwardHeaders, resolveForwardHeaderSecrets} =
+    await import('../secrets/index.ts')
+  const {remoteAuthFromFlags} = await import('../oauth/index.ts')
+  const config = proxyConfigFromFlags(name, flags, {logger, ...(deps.env ? {env: deps.env} : {})})
+  const headerSecrets = flags['remote-forward-headers-secret'] ?? []
+  if (headerSecrets.length > 0) {
+    // Resolved once at startup: a missing secret stops the proxy before it listens.
+    const fromSecrets = await resolveForwardHeaderSecrets(
+      headerSecrets,
+      await openSecretStore({logger}),
+    )
+    config.forwardHeaders = overrideForwardHeaders(config.forwardHeaders, fromSecrets)
+  }
+  // Loaded before listening: a bad policy file refuses to start, naming the policy index.
+  if (flags['authz-config']) {
+    // Policies decide on the token's subject and claims: without incoming authentication every
+    // request would be anonymous and denied, a proxy that only ever answers 403.
+    if (!incomingAuthEnabled(config.oidc)) {
+      throw new ToolgateError(
+        'ERR_USAGE',
+        '--authz-config: authorization needs an authenticated principal; add incoming token validation with --oidc-issuer (or --oidc-jwks-url, or --oidc-introspection-url with --oidc-client-id/--oidc-client-secret)',
+      )
+    }
+    const {loadAuthzInterceptor} = await import('../authz/index.ts')
+    config.interceptor = await loadAuthzInterceptor(flags['authz-config'], {logger})
+  }
+  // Remote OAuth (src/lib/oauth): flags and the secrets store are checked now, the login runs
+  // once the port is bound, so a busy --port is reported before anyone is sent to a browser.
+  const remoteAuth = await remoteAuthFromFlags(flags, flags['target-uri'], {
+    logger,
+    openStore: () => openSecretStore({logger}),
+    write: deps.write,
+    json: deps.json,
+    isTTY: deps.isTTY,
+    ...(deps.env ? {env: deps.env} : {}),
+  })
+  if (remoteAuth) config.upstreamToken = remoteAuth.source
+  return remoteAuth ? {config, remoteAuth} : {config}
+}
+
+export interface Pipeline {
+  proxy: RunningProxy
+  config: ProxyConfig
+  /**
+   * The remote login, when one is configured (resolves at once otherwise). Until it is done,
+   * clients get 503 with Retry-After (the token source has no token yet).
+   */
+  login(): Promise<void>
+  close(): Promise<void>
+}
+
+/**
+ * Prepares and starts the pipeline. `overrides` adjusts the configuration before it listens (for
+ * `run`: the port flag's name, the private socket of a stdio bridge as the target).
+ */
+export async function startPipeline(
+  name: string,
+  flags: PipelineFlags,
+  deps: PipelineDeps,
+  overrides: Partial<ProxyConfig> = {},
+): Promise<Pipeline> {
+  const prepared = await preparePipeline(name, flags, deps)
+  const config = Object.assign(prepared.config, overrides)
+  const {startProxy} = await import('./proxy-server.ts')
+  const proxy = await startProxy(config, {
+    logger: deps.logger,
+    ...(deps.authenticator ? {authenticator: deps.authenticator} : {}),
+  }).catch(async (err: unknown) => {
+    await prepared.remoteAuth?.source.close()
+    throw err
+  })
+  return {
+    proxy,
+    config,
+    login: () => prepared.remoteAuth?.login() ?? Promise.resolve(),
+    close: () => proxy.close(),
+  }
+}
+
+/**
+ * Runs the remote login (if any), then serves until SIGINT/SIGTERM, closing gracefully. A login
+ * interrupted by a signal is a normal shutdown; a failed login closes the pipeline and rejects.
+ * `onStop` runs after the pipeline closed (e.g. stop the workload's server).
+ */
+export async function serveUntilSignal(
+  pipeline: Pipeline,
+  logger: Logger,
+  onStop: () => Promise<void> = async () => undefined,
+): Promise<void> {
+  let stopping = false
+  const stopped = new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      if (stopping) return
+      stopping = true
+      logger.info('shutting down', {signal})
+      pipeline
+        .close()
+        .then(onStop)
+        .then(resolve, () => resolve())
+    }
+    process.once('SIGINT', () => stop('SIGINT'))
+    process.once('SIGTERM', () => stop('SIGTERM'))
+  })
+  try {
+    await pipeline.login()
+  } catch (err) {
+    if (!stopping) {
+      await pipeline.close()
+      await onStop()
+      throw err
+    }
+  }
+  await stopped
+}
