@@ -12,6 +12,8 @@ export interface ClientRecord {
   token_endpoint_auth_method: string
   /** The redirect URI a dynamic registration was made for; a different port means re-registering. */
   redirect_uri?: string
+  /** Registered for the device authorization grant (RFC 8628), which has no redirect URI. */
+  device?: boolean
   dynamic: boolean
 }
 
@@ -63,7 +65,8 @@ export function oauthClient(client: ClientRecord): oauth.Client {
  */
 export async function registerClient(
   server: ResolvedServer,
-  redirectUri: string,
+  /** Undefined: a client for the device authorization grant (RFC 8628), which redirects nowhere. */
+  redirectUri: string | undefined,
   fetch: FetchLike,
   clientName = 'toolgate proxy',
 ): Promise<ClientRecord> {
@@ -80,9 +83,17 @@ export async function registerClient(
       server.as,
       {
         client_name: clientName,
-        redirect_uris: [redirectUri],
-        grant_types: ['authorization_code', 'refresh_token'],
-        response_types: ['code'],
+        ...(redirectUri
+          ? {
+              redirect_uris: [redirectUri],
+              grant_types: ['authorization_code', 'refresh_token'],
+              response_types: ['code'],
+            }
+          : {
+              redirect_uris: [],
+              grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'],
+              response_types: [],
+            }),
         token_endpoint_auth_method: 'none',
         application_type: 'native',
       },
@@ -103,7 +114,7 @@ export async function registerClient(
     client_id: registered.client_id,
     ...(secret ? {client_secret: secret} : {}),
     token_endpoint_auth_method: method,
-    redirect_uri: redirectUri,
+    ...(redirectUri ? {redirect_uri: redirectUri} : {device: true}),
     dynamic: true,
   }
 }
@@ -121,6 +132,7 @@ export function parseClientRecord(text: string | undefined): ClientRecord | unde
       ...(typeof v.client_secret === 'string' ? {client_secret: v.client_secret} : {}),
       token_endpoint_auth_method: v.token_endpoint_auth_method,
       ...(typeof v.redirect_uri === 'string' ? {redirect_uri: v.redirect_uri} : {}),
+      ...(v.device === true ? {device: true} : {}),
       dynamic: true,
     }
   } catch {

@@ -10,6 +10,13 @@ export type RemoteAuthEvent =
   | {event: 'browser_opening'; url: string}
   | {event: 'login_url'; url: string; reason: 'skip_browser' | 'browser_failed'}
   | {event: 'waiting'; timeout_ms: number}
+  | {
+      event: 'device_code'
+      verification_uri: string
+      verification_uri_complete?: string
+      user_code: string
+      expires_in: number
+    }
   | {event: 'callback_rejected'; reason: string}
   | {event: 'logged_in'; issuer: string; subject?: string}
   | {event: 'restored'; issuer: string}
@@ -43,6 +50,11 @@ export function describe(e: RemoteAuthEvent): string {
       return e.reason === 'skip_browser'
         ? `Open this URL in a browser to log in:\n  ${e.url}`
         : `Could not open a browser. Open this URL to log in:\n  ${e.url}`
+    case 'device_code':
+      // RFC 8628 §3.3: show the short URI and the code; the complete URI saves typing the code.
+      return e.verification_uri_complete
+        ? `To log in, open ${e.verification_uri_complete}\n  (or open ${e.verification_uri} and enter the code ${e.user_code}); it expires in ${e.expires_in}s`
+        : `To log in, open ${e.verification_uri} and enter the code ${e.user_code}; it expires in ${e.expires_in}s`
     case 'waiting':
       return `Waiting for login (${seconds(e.timeout_ms)})…`
     case 'callback_rejected':
