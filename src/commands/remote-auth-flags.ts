@@ -55,6 +55,25 @@ export const remoteAuthFlags = {
     description: 'Do not open a browser; print the login URL to stderr.',
     default: false,
   }),
+  'remote-auth-flow': Flags.string({
+    description:
+      'How a person logs in: browser, device (RFC 8628 code approved on another machine) or auto [default: auto: browser with a display, device over SSH, an error under CI].',
+    options: ['browser', 'device', 'auto'],
+  }),
+  'remote-auth-grant': Flags.string({
+    description:
+      'authorization_code (a person logs in) or client_credentials (a machine identity for CI) [default: authorization_code].',
+    options: ['authorization_code', 'client_credentials'],
+  }),
+  'remote-auth-client-key-file': Flags.string({
+    description:
+      'Private key (PEM or JWK) for private_key_jwt client authentication (RFC 7523) with --remote-auth-grant client_credentials.',
+  }),
+  'non-interactive': Flags.boolean({
+    description:
+      'Never wait for a person: a login that needs one fails at once (implied by the CI environment variable).',
+    default: false,
+  }),
   'remote-auth-timeout': Flags.string({
     description: 'Time allowed for the browser login (e.g. 30s, 1m, 2m30s).',
     default: DEFAULT_TIMEOUT,

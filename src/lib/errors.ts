@@ -37,6 +37,8 @@ export const ERROR_CODES = {
   ERR_OAUTH_FLOW: {status: 502, exit: 77},
   ERR_OAUTH_TIMEOUT: {status: 504, exit: 75},
   ERR_OAUTH_DENIED: {status: 401, exit: 77},
+  // a person would have to act (log in, type a password) and this run is non-interactive
+  ERR_INPUT_REQUIRED: {status: 503, exit: 2},
   // secrets
   ERR_SECRET_NOT_FOUND: {status: 404, exit: 66},
   ERR_SECRET_READ_ONLY: {status: 500, exit: 73},

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
-import {spawn, type ChildProcess} from 'node:child_process'
 import {mkdtemp, rm} from 'node:fs/promises'
 import {createServer} from 'node:http'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, it} from 'node:test'
 import {setTimeout as sleep} from 'node:timers/promises'
+import {runProxy, stop, waitFor, type Run} from '../helpers/proxy-run.ts'
 import {
   driveLogin,
   freePort,
@@ -22,65 +22,8 @@ import {
  */
 const AUDIENCE = 'https://mcp.example.test/mcp'
 
-interface Run {
-  child: ChildProcess
-  stdout: () => string
-  stderr: () => string
-  exited: Promise<number | null>
-}
-
-function runProxy(args: string[], home: string): Run {
-  let out = ''
-  let err = ''
-  const child = spawn(process.execPath, ['bin/dev.js', 'proxy', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    cwd: process.cwd(),
-    env: {
-      PATH: process.env.PATH,
-      HOME: home,
-      XDG_CONFIG_HOME: join(home, 'config'),
-      XDG_DATA_HOME: join(home, 'data'),
-      XDG_STATE_HOME: join(home, 'state'),
-      TOOLGATE_SECRETS_PASSWORD: 'test-password-for-the-secrets-file',
-      DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent',
-    },
-  })
-  child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
-  child.stderr?.on('data', (d: Buffer) => (err += d.toString()))
-  const exited = new Promise<number | null>((resolve) =>
-    child.once('exit', (code) => resolve(code)),
-  )
-  return {child, stdout: () => out, stderr: () => err, exited}
-}
-
-async function waitFor<T>(
-  what: string,
-  probe: () => T | undefined,
-  run: Run,
-  ms = 60_000,
-): Promise<T> {
-  const until = Date.now() + ms
-  while (Date.now() < until) {
-    const v = probe()
-    if (v !== undefined) return v
-    if (run.child.exitCode !== null)
-      throw new Error(
-        `proxy exited (${run.child.exitCode}) before ${what}; stderr:\n${run.stderr()}`,
-      )
-    await sleep(50)
-  }
-  throw new Error(`timed out waiting for ${what}; stderr:\n${run.stderr()}`)
-}
-
 const loginUrl = (run: Run) => /^\s+(http:\/\/\S+\/auth\?\S+)$/m.exec(run.stderr())?.[1]
 const listening = (run: Run) => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(run.stdout())?.[1]
-
-async function stop(run: Run): Promise<void> {
-  if (run.child.exitCode === null) run.child.kill('SIGTERM')
-  const timer = setTimeout(() => run.child.kill('SIGKILL'), 15_000)
-  await run.exited
-  clearTimeout(timer)
-}
 
 describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () => {
   let idp: Awaited<ReturnType<typeof startLoginProvider>>

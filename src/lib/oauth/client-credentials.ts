@@ -23,7 +23,8 @@ export interface ClientCredentialsOptions {
 export interface ClientCredentialsDeps {
   /** The authorization server (discovery runs once, on the first token request). */
   server: () => Promise<ResolvedServer>
-  fetch: FetchLike
+  /** The fetch for this server's token endpoint (the guarded one when the endpoint was learned). */
+  fetch: (server: ResolvedServer) => FetchLike
   now?: () => number
 }
 
@@ -156,7 +157,7 @@ export class ClientCredentialsTokenSource implements UpstreamTokenSource {
     let tokens: oauth.TokenEndpointResponse
     try {
       const response = await oauth.clientCredentialsGrantRequest(server.as, client, auth, params, {
-        ...callOptions(server.as.token_endpoint, this.#deps.fetch),
+        ...callOptions(server.as.token_endpoint, this.#deps.fetch(server)),
         ...(signal ? {signal} : {}),
       })
       tokens = await oauth.processClientCredentialsResponse(server.as, client, response)

@@ -2,9 +2,13 @@ import open from 'open'
 import {ToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
 import type {SecretStore} from '../secrets/types.ts'
+import type {UpstreamTokenSource} from '../proxy/types.ts'
+import {ClientCredentialsTokenSource, loadClientKey} from './client-credentials.ts'
+import {resolveServer} from './discovery.ts'
 import {createOAuthHttp, type OAuthHttp} from './oauth-http.ts'
 import {isPrivateDestination} from './private-address.ts'
 import {createProgressRenderer, type ProgressSink} from './progress.ts'
+import type {createProgressRenderer as Renderer} from './progress.ts'
 import {
   remoteAuthOptionsFromFlags,
   type RemoteAuthFlags,
@@ -106,7 +110,7 @@ export interface RemoteAuthFromFlagsDeps {
 
 export interface RemoteAuth {
   /** The upstream token source; hand it to the proxy before it listens. */
-  source: RemoteOAuthTokenSource
+  source: UpstreamTokenSource & {close(): Promise<void>}
   /**
    * Discovery, then the saved or the browser login, with progress on stderr. Rejects when no first
    * token can be had; the caller then closes what it started (closing the proxy closes `source`).
@@ -124,9 +128,13 @@ export async function remoteAuthFromFlags(
   targetUri: string,
   deps: RemoteAuthFromFlagsDeps,
 ): Promise<RemoteAuth | undefined> {
-  const options = await remoteAuthOptionsFromFlags(flags, targetUri, {env: deps.env ?? process.env})
+  const options = await remoteAuthOptionsFromFlags(flags, targetUri, {
+    env: deps.env ?? process.env,
+    tty: deps.isTTY || process.stdin.isTTY === true,
+  })
   if (!options) return undefined
   const progress = createProgressRenderer({write: deps.write, json: deps.json, isTTY: deps.isTTY})
+  if (options.grant === 'client_credentials') return clientCredentialsAuth(options, progress)
   const source = await prepareRemoteAuth(options, {
     store: secretTokenStore(await deps.openStore(), deps.logger),
     progress,
@@ -137,6 +145,72 @@ export async function remoteAuthFromFlags(
     async login() {
       try {
         await source.start()
+      } catch (err) {
+        if (err instanceof ToolgateError)
+          progress({event: 'login_failed', code: err.code, message: err.message})
+        throw err
+      } finally {
+        progress.stop()
+      }
+    },
+  }
+}
+
+/**
+ * `--remote-auth-grant client_credentials`: no person, no browser, no saved state — the client
+ * authenticates itself for each token (client_secret_basic, or private_key_jwt with the key file).
+ * `login()` gets the first token, so bad credentials stop the command at startup.
+ */
+async function clientCredentialsAuth(
+  options: RemoteAuthOptions,
+  progress: ReturnType<typeof Renderer>,
+): Promise<RemoteAuth> {
+  const root = options.issuer ?? options.targetUri
+  const http = createOAuthHttp({allowPrivateLearned: await isPrivateDestination(root)})
+  const credential = options.clientKeyFile
+    ? {kind: 'private_key_jwt' as const, ...(await loadClientKey(options.clientKeyFile))}
+    : {kind: 'client_secret_basic' as const, secret: options.clientSecret as string}
+  let server: ReturnType<typeof resolveServer> | undefined
+  const resolve = () =>
+    (server ??= resolveServer(
+      {
+        targetUri: options.targetUri,
+        ...(options.issuer ? {issuer: options.issuer} : {}),
+        ...(options.authorizeUrl ? {authorizeUrl: options.authorizeUrl} : {}),
+        ...(options.tokenUrl ? {tokenUrl: options.tokenUrl} : {}),
+      },
+      http,
+    ).catch((err: unknown) => {
+      server = undefined
+      throw err
+    }))
+  const cc = new ClientCredentialsTokenSource(
+    {
+      clientId: options.clientId as string,
+      credential,
+      ...(options.scopes ? {scopes: options.scopes} : {}),
+      ...(options.resource ? {resource: options.resource} : {}),
+    },
+    {
+      server: resolve,
+      // Endpoints learned from remote documents go through the guarded client (contract §2).
+      fetch: (s) => (s.learned ? http.learned : http.trusted),
+    },
+  )
+  const source = Object.assign(cc, {
+    close: async () => {
+      await ClientCredentialsTokenSource.prototype.close.call(cc)
+      await http.close()
+    },
+  })
+  return {
+    source,
+    async login() {
+      try {
+        const s = await resolve()
+        progress({event: 'discovered', issuer: s.as.issuer, via: s.via})
+        await cc.getToken()
+        progress({event: 'logged_in', issuer: s.as.issuer, subject: options.clientId as string})
       } catch (err) {
         if (err instanceof ToolgateError)
           progress({event: 'login_failed', code: err.code, message: err.message})

@@ -20,7 +20,18 @@ export interface RemoteAuthFlags {
   'remote-auth-timeout'?: string
   'remote-auth-bearer-token'?: string
   'remote-auth-bearer-token-file'?: string
+  'remote-auth-flow'?: string
+  'remote-auth-grant'?: string
+  'remote-auth-client-key-file'?: string
+  'non-interactive'?: boolean
 }
+
+/** How a person logs in: a browser on this machine, or a code approved elsewhere (RFC 8628). */
+export type LoginFlow = 'browser' | 'device' | 'auto'
+export const LOGIN_FLOWS: LoginFlow[] = ['browser', 'device', 'auto']
+/** authorization_code: a person logs in; client_credentials: a machine identity (CI). */
+export type RemoteGrant = 'authorization_code' | 'client_credentials'
+export const REMOTE_GRANTS: RemoteGrant[] = ['authorization_code', 'client_credentials']
 
 export interface RemoteAuthOptions {
   targetUri: URL
@@ -36,6 +47,42 @@ export interface RemoteAuthOptions {
   resource?: string
   skipBrowser: boolean
   timeoutMs: number
+  /** Default (absent): browser. The flags default to auto. */
+  flow?: LoginFlow
+  grant?: RemoteGrant
+  /** private_key_jwt (RFC 7523) key for the client credentials grant. */
+  clientKeyFile?: string
+  /** Where `auto` looks: whether anyone can act, and whether a browser can open here. */
+  session?: LoginSession
+}
+
+export interface LoginSession {
+  /** False under CI or --non-interactive: nothing may wait for a person. */
+  interactive: boolean
+  /** A graphical session on this machine (a browser can open). */
+  display: boolean
+  /** stdin or stderr is a terminal (a person can read a code over SSH). */
+  tty: boolean
+}
+
+/**
+ * What this process can ask of a person. CI (any non-empty value but "false"/"0") and
+ * `--non-interactive` mean nobody; a display means a browser can open (desktop apps start us with
+ * pipes, not a TTY, and their user can still log in); SSH sessions have a TTY but no display.
+ */
+export function detectLoginSession(
+  env: NodeJS.ProcessEnv,
+  flags: {'non-interactive'?: boolean},
+  tty: boolean,
+  platform: NodeJS.Platform = process.platform,
+): LoginSession {
+  const ci = env.CI !== undefined && env.CI !== '' && env.CI !== 'false' && env.CI !== '0'
+  const ssh = Boolean(env.SSH_CONNECTION || env.SSH_TTY)
+  const display =
+    platform === 'win32' || platform === 'darwin'
+      ? !ssh
+      : Boolean(env.DISPLAY || env.WAYLAND_DISPLAY)
+  return {interactive: !ci && flags['non-interactive'] !== true, display, tty}
 }
 
 export const DEFAULT_CALLBACK_PORT = 8666
@@ -75,6 +122,8 @@ export function parseScopes(value: string[] | string | undefined): string[] | un
 
 export interface SecretSources {
   env?: NodeJS.ProcessEnv
+  /** Whether a terminal is attached (stdin or stderr), for the `auto` login flow. */
+  tty?: boolean
 }
 
 /**
@@ -94,6 +143,7 @@ export async function remoteAuthOptionsFromFlags(
     (k) =>
       k.startsWith('remote-auth-') &&
       !k.startsWith('remote-auth-bearer-token') &&
+      (k as string) !== 'non-interactive' &&
       set(k) &&
       // flags with defaults count only when changed from the default
       !(k === 'remote-auth-callback-port' && flags[k] === DEFAULT_CALLBACK_PORT) &&
@@ -137,6 +187,46 @@ export async function remoteAuthOptionsFromFlags(
     throw usage(
       `${secretFrom} needs --remote-auth-client-id (without a client id the proxy registers a public client itself)`,
     )
+  }
+
+  // --remote-auth-skip-browser asks for the browser flow's URL on stderr: it picks that flow.
+  const flow = flags['remote-auth-flow'] ?? (set('remote-auth-skip-browser') ? 'browser' : 'auto')
+  if (!LOGIN_FLOWS.includes(flow as LoginFlow))
+    throw usage(`--remote-auth-flow: "${flow}" must be one of ${LOGIN_FLOWS.join(', ')}`)
+  if (flow === 'device' && set('remote-auth-skip-browser'))
+    throw usage('--remote-auth-skip-browser applies to --remote-auth-flow browser, not device')
+  const grant = flags['remote-auth-grant'] ?? 'authorization_code'
+  if (!REMOTE_GRANTS.includes(grant as RemoteGrant))
+    throw usage(`--remote-auth-grant: "${grant}" must be one of ${REMOTE_GRANTS.join(', ')}`)
+  const keyFile = flags['remote-auth-client-key-file'] || undefined
+  if (grant === 'client_credentials') {
+    if (!clientId)
+      throw usage(
+        '--remote-auth-grant client_credentials needs --remote-auth-client-id (a registered confidential client)',
+      )
+    if (set('remote-auth-client-secret'))
+      throw usage(
+        '--remote-auth-grant client_credentials: pass the secret with --remote-auth-client-secret-file or env TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET, not on the command line (CI logs and process listings show it)',
+      )
+    if (keyFile && clientSecret !== undefined)
+      throw usage(
+        '--remote-auth-client-key-file and a client secret are alternatives: private_key_jwt or client_secret_basic',
+      )
+    if (!keyFile && clientSecret === undefined)
+      throw usage(
+        '--remote-auth-grant client_credentials needs a client secret (--remote-auth-client-secret-file or env TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET) or --remote-auth-client-key-file',
+      )
+    for (const f of [
+      'remote-auth-flow',
+      'remote-auth-skip-browser',
+      'remote-auth-scope-param-name',
+    ] as const)
+      if (set(f))
+        throw usage(
+          `--${f} applies to a person's login, not to --remote-auth-grant client_credentials`,
+        )
+  } else if (keyFile) {
+    throw usage('--remote-auth-client-key-file needs --remote-auth-grant client_credentials')
   }
 
   const explicit = hasAuthorize && hasToken
@@ -190,6 +280,10 @@ export async function remoteAuthOptionsFromFlags(
     ...(scopeParamName ? {scopeParamName} : {}),
     ...(resource ? {resource} : {}),
     skipBrowser: flags['remote-auth-skip-browser'] === true,
+    flow: flow as LoginFlow,
+    grant: grant as RemoteGrant,
+    ...(keyFile ? {clientKeyFile: keyFile} : {}),
+    session: detectLoginSession(env, flags, sources.tty ?? false),
     timeoutMs: parseDuration(
       flags['remote-auth-timeout'] ?? DEFAULT_TIMEOUT,
       '--remote-auth-timeout',

@@ -11,7 +11,9 @@ import {
   type ClientRecord,
 } from './client.ts'
 import {callOptions, resolveServer, type ResolvedServer} from './discovery.ts'
-import {interactiveLogin} from './login.ts'
+import {deviceLogin} from './device-login.ts'
+import {chooseLoginFlow} from './login-flow.ts'
+import {interactiveLogin, type LoginResult} from './login.ts'
 import type {OAuthHttp} from './oauth-http.ts'
 import {oauthErrorCode, toOAuthError} from './oauth-errors.ts'
 import type {ProgressSink} from './progress.ts'
@@ -332,9 +334,12 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
   async #interactive(): Promise<void> {
     const server = this.#server as ResolvedServer
     const names = this.#names as StoreNames
-    const getClient = async (redirectUri: string): Promise<ClientRecord> => {
+    // Decided now, with the server's metadata: `auto` needs to know whether it offers RFC 8628.
+    const flow = chooseLoginFlow(this.#options, server)
+    const getClient = async (redirectUri: string | undefined): Promise<ClientRecord> => {
       const current = this.#client
-      if (current && (!current.dynamic || current.redirect_uri === redirectUri)) return current
+      const fits = redirectUri ? current?.redirect_uri === redirectUri : current?.device === true
+      if (current && (!current.dynamic || fits)) return current
       const registered = await registerClient(
         server,
         redirectUri,
@@ -350,26 +355,40 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
       })
       return registered
     }
-    const settings = {
-      callbackPort: this.#options.callbackPort,
-      scopes: this.#scopes(),
-      scopeParamName: this.#options.scopeParamName,
-      resource: this.#resource(),
-      timeoutMs: this.#options.timeoutMs,
-      skipBrowser: this.#options.skipBrowser,
-    }
-    const deps = {
-      server,
-      fetch: this.#tokenFetch(),
-      client: getClient,
-      openBrowser: this.#deps.openBrowser,
-      progress: this.#deps.progress,
-      signal: this.#abort.signal,
-    }
+    const login = (): Promise<LoginResult> =>
+      flow === 'device'
+        ? deviceLogin(
+            {scopes: this.#scopes(), ...(this.#resource() ? {resource: this.#resource()} : {})},
+            {
+              server,
+              fetch: this.#tokenFetch(),
+              client: () => getClient(undefined),
+              progress: this.#deps.progress,
+              signal: this.#abort.signal,
+            },
+          )
+        : interactiveLogin(
+            {
+              callbackPort: this.#options.callbackPort,
+              scopes: this.#scopes(),
+              scopeParamName: this.#options.scopeParamName,
+              resource: this.#resource(),
+              timeoutMs: this.#options.timeoutMs,
+              skipBrowser: this.#options.skipBrowser,
+            },
+            {
+              server,
+              fetch: this.#tokenFetch(),
+              client: (uri: string) => getClient(uri),
+              openBrowser: this.#deps.openBrowser,
+              progress: this.#deps.progress,
+              signal: this.#abort.signal,
+            },
+          )
     this.stats.logins++
-    let result
+    let result: LoginResult
     try {
-      result = await interactiveLogin(settings, deps)
+      result = await login()
     } catch (err) {
       if (oauthErrorCode(err) !== 'invalid_client' || !this.#client?.dynamic) throw err
       // The saved registration was rejected at the token endpoint: forget it and go once more.
@@ -381,7 +400,7 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
           'the authorization server rejected the saved client registration; registering again',
       })
       this.stats.logins++
-      result = await interactiveLogin(settings, deps)
+      result = await login()
     }
     await this.#accept(result.tokens, result.client)
     this.#deps.progress({

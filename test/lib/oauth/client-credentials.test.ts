@@ -64,7 +64,7 @@ describe('client credentials toward the remote server, against a real oidc-provi
       {
         server: () =>
           resolveServer({targetUri: new URL(RESOURCE), issuer: new URL(idp.issuer)}, http),
-        fetch: http.trusted,
+        fetch: () => http.trusted,
         ...(now ? {now} : {}),
       },
     )

@@ -5,68 +5,13 @@ import {deviceLogin} from '../../../src/lib/oauth/device-login.ts'
 import {registerClient, type ClientRecord} from '../../../src/lib/oauth/client.ts'
 import {createOAuthHttp, type OAuthHttp} from '../../../src/lib/oauth/oauth-http.ts'
 import type {RemoteAuthEvent} from '../../../src/lib/oauth/progress.ts'
-import {startLoginProvider} from '../../helpers/oidc-login.ts'
+import {approveDeviceLogin as approve, startLoginProvider} from '../../helpers/oidc-login.ts'
 
 const AUDIENCE = 'https://mcp.example.test/mcp'
 const DEVICE_CLIENT: ClientRecord = {
   client_id: 'device-cli',
   token_endpoint_auth_method: 'none',
   dynamic: false,
-}
-
-/**
- * The person at another machine: opens the verification URI in a "browser" (fetch with a cookie
- * header kept by hand) and walks oidc-provider's real device pages — the auto-submitted form, the
- * confirmation page, login and consent — until the success page (or presses abort).
- */
-async function approve(verificationUri: string, action: 'approve' | 'abort' = 'approve') {
-  const cookies = new Map<string, string>()
-  let url = new URL(verificationUri)
-  let init: {method: string; body?: URLSearchParams} = {method: 'GET'}
-  for (let step = 0; step < 20; step++) {
-    const res = await fetch(url, {
-      ...init,
-      redirect: 'manual',
-      headers: {
-        cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; '),
-        ...(init.body ? {'content-type': 'application/x-www-form-urlencoded'} : {}),
-      },
-      signal: AbortSignal.timeout(10_000),
-    })
-    for (const line of res.headers.getSetCookie()) {
-      const [pair] = line.split(';')
-      const eq = pair!.indexOf('=')
-      cookies.set(pair!.slice(0, eq).trim(), pair!.slice(eq + 1).trim())
-    }
-    if (res.status >= 300 && res.status < 400) {
-      await res.body?.cancel()
-      url = new URL(res.headers.get('location')!, url)
-      init = {method: 'GET'}
-      continue
-    }
-    const html = await res.text()
-    if (/Sign-in Success/.test(html)) return 'approved'
-    if (/aborted|interrupted/i.test(html) && action === 'abort') return 'aborted'
-    const form = /<form[^>]*action="([^"]+)"/.exec(html)?.[1]
-    if (!form) throw new Error(`no form on ${url.pathname} (${res.status}): ${html.slice(0, 200)}`)
-    const body = new URLSearchParams()
-    for (const m of html.matchAll(/<input[^>]*>/g)) {
-      const name = /name="([^"]+)"/.exec(m[0])?.[1]
-      const value = /value="([^"]*)"/.exec(m[0])?.[1] ?? ''
-      if (name && /type="hidden"/.test(m[0])) body.set(name, value)
-    }
-    if (/name="login"/.test(html)) {
-      body.set('login', 'dora')
-      body.set('password', 'any-password')
-    }
-    if (action === 'abort' && body.has('confirm')) {
-      body.delete('confirm')
-      body.set('abort', 'yes')
-    }
-    url = new URL(form.replace(/&amp;/g, '&'), url)
-    init = {method: 'POST', body}
-  }
-  throw new Error('device approval did not finish within 20 steps')
 }
 
 describe('device authorization grant (RFC 8628) against a real oidc-provider', () => {
