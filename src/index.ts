@@ -1,6 +1,7 @@
 // Explicit command map (oclif "explicit" strategy): lets the CLI be bundled into one executable.
 // Keys are command ids. Topic commands use `:` in the id (`secret:set`); users type them with a
 // space (`toolgate secret set`) because package.json sets oclif's topicSeparator to ' '.
+import AuthToken from './commands/auth/token.ts'
 import Proxy from './commands/proxy.ts'
 import Serve from './commands/serve.ts'
 import SecretDelete from './commands/secret/delete.ts'
@@ -10,6 +11,7 @@ import SecretSet from './commands/secret/set.ts'
 import SecretSetup from './commands/secret/setup.ts'
 
 export const COMMANDS = {
+  'auth:token': AuthToken,
   proxy: Proxy,
   serve: Serve,
   'secret:delete': SecretDelete,

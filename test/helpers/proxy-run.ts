@@ -14,9 +14,14 @@ export interface Run {
 }
 
 export function runProxy(args: string[], home: string, env: NodeJS.ProcessEnv = {}): Run {
+  return runCli(['proxy', ...args], home, env)
+}
+
+/** Any toolgate command line (`['auth', 'token', …]`), set up like runProxy. */
+export function runCli(argv: string[], home: string, env: NodeJS.ProcessEnv = {}): Run {
   let out = ''
   let err = ''
-  const child = spawn(process.execPath, ['bin/dev.js', 'proxy', ...args], {
+  const child = spawn(process.execPath, ['bin/dev.js', ...argv], {
     stdio: ['ignore', 'pipe', 'pipe'],
     cwd: process.cwd(),
     env: {

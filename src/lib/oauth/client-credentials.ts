@@ -106,7 +106,7 @@ export class ClientCredentialsTokenSource implements UpstreamTokenSource {
   readonly #options: ClientCredentialsOptions
   readonly #deps: ClientCredentialsDeps
   readonly #now: () => number
-  #token: {value: string; expiresAt: number} | undefined
+  #token: {value: string; expiresAt: number; scope?: string} | undefined
   #pending: Promise<string> | undefined
   /** Grant requests made (tests and debug logs). */
   readonly stats = {grants: 0}
@@ -133,6 +133,16 @@ export class ClientCredentialsTokenSource implements UpstreamTokenSource {
       return fresh === rejected ? undefined : fresh
     } catch {
       return undefined
+    }
+  }
+
+  /** Expiry and scope of the current access token (for `toolgate auth token --json`). */
+  tokenInfo(): {expiresAt?: number; scope?: string} {
+    const t = this.#token
+    if (!t) return {}
+    return {
+      ...(Number.isFinite(t.expiresAt) ? {expiresAt: t.expiresAt} : {}),
+      ...(t.scope ? {scope: t.scope} : {}),
     }
   }
 
@@ -168,7 +178,8 @@ export class ClientCredentialsTokenSource implements UpstreamTokenSource {
     }
     const expiresAt =
       typeof tokens.expires_in === 'number' ? this.#now() + tokens.expires_in * 1000 : Infinity
-    this.#token = {value: tokens.access_token, expiresAt}
+    const scope = typeof tokens.scope === 'string' ? tokens.scope : scopes?.join(' ')
+    this.#token = {value: tokens.access_token, expiresAt, ...(scope ? {scope} : {})}
     return tokens.access_token
   }
 }

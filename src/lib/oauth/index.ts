@@ -110,7 +110,10 @@ export interface RemoteAuthFromFlagsDeps {
 
 export interface RemoteAuth {
   /** The upstream token source; hand it to the proxy before it listens. */
-  source: UpstreamTokenSource & {close(): Promise<void>}
+  source: UpstreamTokenSource & {
+    close(): Promise<void>
+    tokenInfo(): {expiresAt?: number; scope?: string}
+  }
   /**
    * Discovery, then the saved or the browser login, with progress on stderr. Rejects when no first
    * token can be had; the caller then closes what it started (closing the proxy closes `source`).
@@ -219,5 +222,37 @@ async function clientCredentialsAuth(
         progress.stop()
       }
     },
+  }
+}
+
+export interface AccessTokenResult {
+  token: string
+  /** ISO time, when the server gave `expires_in`. */
+  expiresAt?: string
+  scopes: string[]
+}
+
+/**
+ * `toolgate auth token`: the remote login of `--remote-auth*` (a saved one reused, refreshed when
+ * needed, or a new one by the chosen flow or grant), then one fresh access token for scripts.
+ */
+export async function obtainAccessToken(
+  flags: RemoteAuthFlags,
+  targetUri: string,
+  deps: RemoteAuthFromFlagsDeps,
+): Promise<AccessTokenResult> {
+  const auth = await remoteAuthFromFlags({...flags, 'remote-auth': true}, targetUri, deps)
+  if (!auth) throw new ToolgateError('ERR_INTERNAL', 'remote auth was not configured')
+  try {
+    await auth.login()
+    const token = await auth.source.getToken()
+    const info = auth.source.tokenInfo()
+    return {
+      token,
+      ...(info.expiresAt !== undefined ? {expiresAt: new Date(info.expiresAt).toISOString()} : {}),
+      scopes: info.scope ? info.scope.split(' ').filter(Boolean) : [],
+    }
+  } finally {
+    await auth.source.close()
   }
 }

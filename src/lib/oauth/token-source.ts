@@ -42,6 +42,8 @@ export interface TokenSourceDeps {
 
 interface AccessToken {
   token: string
+  /** The granted scope when the server said (RFC 6749 §5.1), else the requested one. */
+  scope: string
   /** Epoch ms after which the token is not used; Infinity when the server gave no expires_in. */
   expiresAt: number
   /** How long before expiry it is refreshed. */
@@ -179,6 +181,13 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
     throw noToken('no upstream token: a new login is needed (see the proxy output)')
   }
 
+  /** Expiry and scope of the current access token (for `toolgate auth token --json`). */
+  tokenInfo(): {expiresAt?: number; scope?: string} {
+    const a = this.#access
+    if (!a) return {}
+    return {...(Number.isFinite(a.expiresAt) ? {expiresAt: a.expiresAt} : {}), scope: a.scope}
+  }
+
   /** The upstream said 401 to `rejected`: one refresh, unless another request already did it. */
   async onUnauthorized(rejected: string, signal?: AbortSignal): Promise<string | undefined> {
     if (this.#access && this.#access.token !== rejected) return this.#access.token
@@ -284,6 +293,7 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
         : Infinity
     this.#access = {
       token: tokens.access_token,
+      scope: typeof tokens.scope === 'string' ? tokens.scope : this.#scopes().join(' '),
       expiresAt: now + lifeMs,
       // A quarter of the life, at least 1 s (expires_in and exp are whole seconds, so a token can
       // be up to a second shorter-lived than it looks), at most 30 s, never more than half.
