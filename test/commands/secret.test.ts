@@ -65,7 +65,7 @@ describe(
 
     it('without the keyring session and without a password the same store cannot be opened', async () => {
       const r = await runCli(['secret', 'get', 'desk-token'], {home: h, bus: 'none'})
-      assert.equal(r.code, 69)
+      assert.equal(r.code, 2)
       assert.match(r.stderr, /TOOLGATE_SECRETS_PASSWORD is not set/)
     })
 
@@ -114,9 +114,9 @@ describe('secret commands in a CI shell (no session bus)', () => {
     assert.match(get.stderr, /using TOOLGATE_SECRETS_PASSWORD/)
   })
 
-  it('without keyring or password: a clear error and exit 69', async () => {
+  it('without keyring or password: a clear error and exit 2 (missing input), at once', async () => {
     const r = await runCli(['secret', 'set', 'x'], {home: await home(), bus: 'none', stdin: 'v'})
-    assert.equal(r.code, 69)
+    assert.equal(r.code, 2)
     assert.match(r.stderr, /no secrets password.*TOOLGATE_SECRETS_PASSWORD is not set/)
   })
 

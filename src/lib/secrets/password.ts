@@ -46,7 +46,8 @@ export async function resolveSecretsPassword(options: {
     return {password: fromEnv, source: 'environment'}
   }
   throw new ToolgateError(
-    'ERR_KEYRING_UNAVAILABLE',
+    // Nobody can type it here: a missing input (exit 2), named, never a wait.
+    'ERR_INPUT_REQUIRED',
     `no secrets password: ${keyringProblem}, and ${PASSWORD_ENV} is not set. Run \`toolgate secret setup\` on a desktop, or set ${PASSWORD_ENV}`,
   )
 }

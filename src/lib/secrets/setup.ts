@@ -78,7 +78,8 @@ export async function setupSecrets(options: SetupOptions): Promise<SetupResult> 
     source = 'prompt'
   } else {
     throw new ToolgateError(
-      'ERR_KEYRING_UNAVAILABLE',
+      // Nobody can type it here: a missing input (exit 2), named, never a wait.
+      'ERR_INPUT_REQUIRED',
       `no master password: set ${PASSWORD_ENV}, or run \`toolgate secret setup\` in a terminal to type one`,
     )
   }

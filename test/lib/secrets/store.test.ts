@@ -126,10 +126,10 @@ describe('encrypted store (in process)', () => {
     await assert.rejects(store.set('k', ''), (err) => isToolgateError(err, 'ERR_USAGE'))
   })
 
-  it('fails with ERR_KEYRING_UNAVAILABLE when there is neither keyring nor password, and writes nothing', async () => {
+  it('fails with ERR_INPUT_REQUIRED when there is neither keyring nor password, and writes nothing', async () => {
     const {store} = await encryptedStore({})
     await assert.rejects(store.set('k', 'v'), (err) =>
-      isToolgateError(err, 'ERR_KEYRING_UNAVAILABLE'),
+      isToolgateError(err, 'ERR_INPUT_REQUIRED'),
     )
     await assert.rejects(stat(store.file as string), {code: 'ENOENT'})
   })

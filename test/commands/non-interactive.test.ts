@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict'
+import {spawn} from 'node:child_process'
+import {mkdtemp, rm, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {after, before, describe, it} from 'node:test'
+import {COMMANDS} from '../../src/index.ts'
+
+/**
+ * The non-interactive guarantee (CI and headless use): with `CI=1`, stdin closed and no keyring,
+ * no command prompts, opens a browser or waits for a person. Each command line below either ends
+ * within 10 s, or — where serving is its job — is still serving at 10 s and stops on SIGTERM.
+ * Every command in the COMMANDS map must be listed: a new command without a row fails this test.
+ */
+type Expect = {ends: number | 'non-zero'} | {serves: true}
+
+interface Row {
+  argv: (dir: string) => string[]
+  expect: Expect
+  /** What is being checked (a prompt that could have waited, a login that needs a person…). */
+  why: string
+}
+
+const ROWS: Record<string, Row[]> = {
+  serve: [
+    {
+      argv: (d) => [
+        'serve',
+        '--config',
+        join(d, 'anon.yaml'),
+        '--address',
+        '127.0.0.1:0',
+        '--internal-address',
+        '127.0.0.1:0',
+      ],
+      expect: {serves: true},
+      why: 'serves without asking anything',
+    },
+  ],
+  proxy: [
+    {
+      argv: () => ['proxy', 'p', '--target-uri', 'http://127.0.0.1:9', '--port', '0'],
+      expect: {serves: true},
+      why: 'a plain proxy serves',
+    },
+    {
+      argv: () => [
+        'proxy',
+        'p',
+        '--target-uri',
+        'http://127.0.0.1:9',
+        '--remote-auth',
+        '--remote-auth-issuer',
+        'http://127.0.0.1:9',
+      ],
+      expect: {ends: 'non-zero'},
+      why: 'a remote login cannot start (no server) and nothing waits',
+    },
+  ],
+  'auth:token': [
+    {
+      argv: () => [
+        'auth',
+        'token',
+        'http://127.0.0.1:9/mcp',
+        '--remote-auth-issuer',
+        'http://127.0.0.1:9',
+      ],
+      expect: {ends: 'non-zero'},
+      why: 'no login can start, no wait',
+    },
+  ],
+  'secret:setup': [
+    {argv: () => ['secret', 'setup'], expect: {ends: 2}, why: 'the master password prompt'},
+  ],
+  'secret:set': [
+    {argv: () => ['secret', 'set', 'x'], expect: {ends: 'non-zero'}, why: 'the value from stdin'},
+  ],
+  'secret:get': [
+    {argv: () => ['secret', 'get', 'x'], expect: {ends: 'non-zero'}, why: 'no store yet'},
+  ],
+  'secret:list': [{argv: () => ['secret', 'list'], expect: {ends: 0}, why: 'an empty list'}],
+  'secret:delete': [
+    {argv: () => ['secret', 'delete', 'x'], expect: {ends: 'non-zero'}, why: 'no store yet'},
+  ],
+}
+
+function run(
+  argv: string[],
+  home: string,
+): Promise<{code: number | null; serving: boolean; stderr: string}> {
+  const child = spawn(process.execPath, ['bin/dev.js', ...argv], {
+    // stdin closed: a prompt would read EOF at once instead of hanging on a terminal.
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH,
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, 'config'),
+      XDG_DATA_HOME: join(home, 'data'),
+      XDG_STATE_HOME: join(home, 'state'),
+      CI: '1',
+      DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent',
+    },
+  })
+  let stderr = ''
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+  child.stdout.resume()
+  return new Promise((resolve) => {
+    let serving = false
+    const timer = setTimeout(() => {
+      serving = true
+      child.kill('SIGTERM')
+    }, 10_000)
+    const kill = setTimeout(() => child.kill('SIGKILL'), 25_000)
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      clearTimeout(kill)
+      resolve({code, serving, stderr})
+    })
+  })
+}
+
+describe('non-interactive guarantee: every command under CI with stdin closed', () => {
+  let dir: string
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'toolgate-ci-sweep-'))
+    await writeFile(join(dir, 'anon.yaml'), 'auth:\n  mode: anonymous\n')
+  })
+  after(() => rm(dir, {recursive: true, force: true}))
+
+  it('has a row for every command', () => {
+    assert.deepEqual(
+      Object.keys(COMMANDS).filter((id) => !ROWS[id]),
+      [],
+    )
+  })
+
+  for (const [id, rows] of Object.entries(ROWS)) {
+    for (const row of rows) {
+      it(`${id}: ${row.why}`, async () => {
+        const home = await mkdtemp(join(dir, 'home-'))
+        const r = await run(row.argv(dir), home)
+        if ('serves' in row.expect) {
+          assert.equal(
+            r.serving,
+            true,
+            `expected it to keep serving; exited ${r.code}: ${r.stderr}`,
+          )
+          return
+        }
+        assert.equal(r.serving, false, `still running after 10 s: ${r.stderr}`)
+        if (row.expect.ends === 'non-zero') assert.notEqual(r.code, 0, r.stderr)
+        else assert.equal(r.code, row.expect.ends, r.stderr)
+        assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace')
+      })
+    }
+  }
+})
