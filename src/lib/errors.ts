@@ -2,22 +2,23 @@
  * One table of stable error codes (contract §0). Each code maps to an HTTP status and a CLI exit
  * code; conversion happens only at the edges (HTTP handler, command `catch`). Tests assert on `code`.
  *
- * Exit codes follow sysexits(3) where one fits, so CI shells can tell usage mistakes (64), bad data
- * (65), unavailable services (69), internal faults (70), I/O trouble (74), config errors (78).
+ * Exit codes are few and documented (docs/exit-codes.md), so CI shells can branch on them:
+ * 0 ok, 1 refused or a failed check/lookup, 2 usage or missing input (as oclif's own parse errors),
+ * 69 upstream or service unavailable, 70 internal, 77 permission/authentication, 78 configuration.
  */
 export const ERROR_CODES = {
   // configuration and usage
-  ERR_USAGE: {status: 400, exit: 64},
+  ERR_USAGE: {status: 400, exit: 2},
   ERR_CONFIG_INVALID: {status: 500, exit: 78},
   ERR_CONFIG_NOT_FOUND: {status: 500, exit: 78},
-  ERR_FILE_UNREADABLE: {status: 500, exit: 74},
+  ERR_FILE_UNREADABLE: {status: 500, exit: 78},
   ERR_ADDRESS_IN_USE: {status: 500, exit: 69},
   // registry API
-  ERR_BAD_PARAMETER: {status: 400, exit: 65},
-  ERR_REGISTRY_NOT_FOUND: {status: 404, exit: 65},
-  ERR_NOT_FOUND: {status: 404, exit: 65},
-  ERR_SOURCE_LOAD: {status: 502, exit: 65},
-  ERR_STORAGE: {status: 500, exit: 74},
+  ERR_BAD_PARAMETER: {status: 400, exit: 2},
+  ERR_REGISTRY_NOT_FOUND: {status: 404, exit: 1},
+  ERR_NOT_FOUND: {status: 404, exit: 1},
+  ERR_SOURCE_LOAD: {status: 502, exit: 78},
+  ERR_STORAGE: {status: 500, exit: 70},
   // authentication and authorization
   ERR_AUTH_INVALID_REQUEST: {status: 401, exit: 77},
   ERR_AUTH_INVALID_TOKEN: {status: 401, exit: 77},
@@ -28,25 +29,25 @@ export const ERROR_CODES = {
   ERR_FORBIDDEN: {status: 403, exit: 77},
   ERR_POLICY_INVALID: {status: 500, exit: 78},
   // proxy
-  ERR_BODY_TOO_LARGE: {status: 413, exit: 65},
+  ERR_BODY_TOO_LARGE: {status: 413, exit: 2},
   ERR_ORIGIN_NOT_ALLOWED: {status: 403, exit: 77},
   ERR_TOKEN_EXCHANGE: {status: 401, exit: 77},
   ERR_UPSTREAM: {status: 502, exit: 69},
   ERR_NO_UPSTREAM_TOKEN: {status: 503, exit: 69},
   // remote OAuth
   ERR_OAUTH_FLOW: {status: 502, exit: 77},
-  ERR_OAUTH_TIMEOUT: {status: 504, exit: 75},
+  ERR_OAUTH_TIMEOUT: {status: 504, exit: 69},
   ERR_OAUTH_DENIED: {status: 401, exit: 77},
   // a person would have to act (log in, type a password) and this run is non-interactive
   ERR_INPUT_REQUIRED: {status: 503, exit: 2},
   // secrets
-  ERR_SECRET_NOT_FOUND: {status: 404, exit: 66},
-  ERR_SECRET_READ_ONLY: {status: 500, exit: 73},
-  ERR_SECRET_RESERVED: {status: 400, exit: 64},
-  ERR_SECRET_CORRUPT: {status: 500, exit: 65},
+  ERR_SECRET_NOT_FOUND: {status: 404, exit: 1},
+  ERR_SECRET_READ_ONLY: {status: 500, exit: 77},
+  ERR_SECRET_RESERVED: {status: 400, exit: 2},
+  ERR_SECRET_CORRUPT: {status: 500, exit: 78},
   ERR_SECRET_LOCKED: {status: 500, exit: 77},
   ERR_KEYRING_UNAVAILABLE: {status: 500, exit: 69},
-  ERR_SECRET_BUSY: {status: 503, exit: 75},
+  ERR_SECRET_BUSY: {status: 503, exit: 69},
   // anything else
   ERR_INTERNAL: {status: 500, exit: 70},
 } as const satisfies Record<string, {status: number; exit: number}>

@@ -113,7 +113,7 @@ describe('toolgate auth token', () => {
     const result = await run('script', ['-qec', cmd, '/dev/null'], {
       env: {PATH: process.env.PATH, HOME: home, CI: 'true'},
     }).catch((err: {code: number; stdout: string}) => err)
-    assert.equal((result as {code?: number}).code, 64)
+    assert.equal((result as {code?: number}).code, 2)
     assert.match(String(result.stdout), /refusing to print an access token to a terminal/)
   })
 })

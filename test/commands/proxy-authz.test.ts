@@ -569,7 +569,7 @@ describe('toolgate proxy --authz-config (the CLI process)', () => {
     ['--oidc-audience', 'api://x'],
     ['--oidc-client-id', 'c', '--oidc-client-secret', 's'],
   ]) {
-    it(`refuses --authz-config without incoming authentication${auth.length ? ` (only ${auth.filter((a) => a.startsWith('--')).join(' ')})` : ''}: exit 64 naming the flags to add`, async () => {
+    it(`refuses --authz-config without incoming authentication${auth.length ? ` (only ${auth.filter((a) => a.startsWith('--')).join(' ')})` : ''}: exit 2 naming the flags to add`, async () => {
       const file = join(dir, 'noauth.json')
       await writeFile(
         file,
@@ -598,7 +598,7 @@ describe('toolgate proxy --authz-config (the CLI process)', () => {
       const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
       clearTimeout(timer)
-      assert.equal(code, 64, stderr)
+      assert.equal(code, 2, stderr)
       assert.match(stderr, /--authz-config: authorization needs an authenticated principal/)
       assert.match(stderr, /--oidc-issuer/)
       assert.match(stderr, /--oidc-jwks-url/)

@@ -153,7 +153,7 @@ describe('toolgate proxy --remote-auth without a browser (device flow, client cr
 
     // A secret typed on the command line would end up in CI logs and process listings.
     const plain = await start([...common, '--remote-auth-client-secret', 'x'])
-    assert.equal(await plain.exited, 64)
+    assert.equal(await plain.exited, 2)
     assert.match(plain.stderr(), /not on the command line/)
   })
 })

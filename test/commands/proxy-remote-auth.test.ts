@@ -225,7 +225,7 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
       await mkdtemp(join(home, 'slow-')),
     )
     runs.push(run)
-    assert.equal(await run.exited, 75)
+    assert.equal(await run.exited, 69)
     assert.match(run.stderr(), /Error: remote login did not complete within 1s/)
     const server = createServer()
     await new Promise<void>((resolve, reject) =>
@@ -267,7 +267,7 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
     for (const [flags, message] of table) {
       const run = runProxy(['conflict', '--target-uri', upstream.url, ...flags], home)
       runs.push(run)
-      assert.equal(await run.exited, 64, flags.join(' '))
+      assert.equal(await run.exited, 2, flags.join(' '))
       assert.match(run.stderr(), message)
     }
   })

@@ -154,9 +154,9 @@ describe('toolgate proxy (command)', () => {
     ],
   ]
   for (const [what, args, pattern] of usage) {
-    it(`refuses ${what} as a usage error (exit 64) without echoing secrets`, async () => {
+    it(`refuses ${what} as a usage error (exit 2) without echoing secrets`, async () => {
       const r = run(['--target-uri', upstream.url, ...args, 'weather'])
-      assert.equal(await r.exit, 64)
+      assert.equal(await r.exit, 2)
       assert.match(r.stderr(), pattern)
       assert.doesNotMatch(r.stderr() + r.stdout(), /secret-token-value/)
     })

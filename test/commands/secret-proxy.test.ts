@@ -118,7 +118,7 @@ describe('proxy startup with a missing header secret', () => {
       ],
       opts,
     )
-    assert.equal(r.code, 66)
+    assert.equal(r.code, 1)
     assert.match(r.stderr, /X-Api-Key=no-such-secret/)
     assert.doesNotMatch(r.stdout, /listening/)
     assert.equal(upstream.requests.length, 0)

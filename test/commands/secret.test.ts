@@ -161,35 +161,35 @@ describe('secret commands in a CI shell (no session bus)', () => {
   })
 
   const failures: Array<[string, string[], string | undefined, number, RegExp]> = [
-    ['get of a missing secret', ['secret', 'get', 'absent'], undefined, 66, /"absent" not found/],
+    ['get of a missing secret', ['secret', 'get', 'absent'], undefined, 1, /"absent" not found/],
     [
       'delete of a missing secret',
       ['secret', 'delete', 'absent'],
       undefined,
-      66,
+      1,
       /"absent" not found/,
     ],
-    ['an invalid name', ['secret', 'set', 'bad name'], 'v', 64, /invalid secret name/],
-    ['an empty value', ['secret', 'set', 'empty'], '\n', 64, /value is empty/],
+    ['an invalid name', ['secret', 'set', 'bad name'], 'v', 2, /invalid secret name/],
+    ['an empty value', ['secret', 'set', 'empty'], '\n', 2, /value is empty/],
     [
       'set of a reserved name',
       ['secret', 'set', '__toolgate/oauth/x'],
       'v',
-      64,
+      2,
       /reserved namespace/,
     ],
     [
       'get of a reserved name',
       ['secret', 'get', '__toolgate/oauth/x'],
       undefined,
-      64,
+      2,
       /reserved namespace/,
     ],
     [
       'delete of a reserved name',
       ['secret', 'delete', '__toolgate/oauth/x'],
       undefined,
-      64,
+      2,
       /reserved namespace/,
     ],
   ]
@@ -232,7 +232,7 @@ describe('secret commands in a CI shell (no session bus)', () => {
   it('deletes a secret', async () => {
     ok(await runCli(['secret', 'delete', 'multi'], {home: h, bus: 'none', env: ENV_PW}), 'delete')
     const r = await runCli(['secret', 'get', 'multi'], {home: h, bus: 'none', env: ENV_PW})
-    assert.equal(r.code, 66)
+    assert.equal(r.code, 1)
   })
 
   it('never takes the value from argv', async () => {
@@ -274,14 +274,14 @@ describe('damaged file and wrong password', () => {
     assert.equal((await stat(file)).mtimeMs, before.mtime)
   })
 
-  it('a flipped byte is an integrity error (exit 65) and the file is untouched, even by set', async () => {
+  it('a flipped byte is an integrity error (exit 78) and the file is untouched, even by set', async () => {
     const file = secretsFile(h)
     const bytes = await readFile(file)
     bytes[bytes.length - 20] = (bytes[bytes.length - 20] as number) ^ 0x40
     await writeFile(file, bytes, {mode: 0o600})
     const mtime = (await stat(file)).mtimeMs
     const get = await runCli(['secret', 'get', 'keep'], {home: h, bus: 'none', env: ENV_PW})
-    assert.equal(get.code, 65)
+    assert.equal(get.code, 78)
     assert.match(get.stderr, /damaged \(integrity check failed\)/)
     const set = await runCli(['secret', 'set', 'other'], {
       home: h,
@@ -289,7 +289,7 @@ describe('damaged file and wrong password', () => {
       env: ENV_PW,
       stdin: 'v',
     })
-    assert.equal(set.code, 65)
+    assert.equal(set.code, 78)
     assert.deepEqual(await readFile(file), bytes)
     assert.equal((await stat(file)).mtimeMs, mtime)
     assert.doesNotMatch(get.stderr + set.stderr, /kept-value/)
@@ -324,7 +324,7 @@ describe('concurrent writers', () => {
 })
 
 describe('environment provider', () => {
-  it('setup --provider environment makes get read TOOLGATE_SECRET_<NAME> and set refuse (exit 73)', async () => {
+  it('setup --provider environment makes get read TOOLGATE_SECRET_<NAME> and set refuse (exit 77)', async () => {
     const h = await home()
     ok(
       await runCli(['secret', 'setup', '--provider', 'environment'], {home: h, bus: 'none'}),
@@ -340,7 +340,7 @@ describe('environment provider', () => {
       env,
       stdin: 'v',
     })
-    assert.equal(set.code, 73)
+    assert.equal(set.code, 77)
     assert.match(set.stderr, /read-only/)
     assert.equal((await stat(join(h, '.config', 'toolgate', 'secrets.json'))).mode & 0o777, 0o600)
   })

@@ -110,7 +110,7 @@ describe('invalid configuration files', {concurrency: 3}, () => {
 
   test('a bad --address is a usage error', async () => {
     const r = await runServe(['--auth-mode', 'anonymous', '--address', 'not-an-address'])
-    assert.equal(r.code, 64)
+    assert.equal(r.code, 2)
     assert.match(r.stderr, /--address: "not-an-address" is not a listen address/)
   })
 

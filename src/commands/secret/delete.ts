@@ -3,7 +3,7 @@ import {reservedNameFlag, secretNameArg} from './shared.ts'
 import {ToolgateError} from '../../lib/errors.ts'
 
 export default class SecretDelete extends BaseCommand {
-  static override description = 'Delete a secret; a name that is not stored is an error (exit 66).'
+  static override description = 'Delete a secret; a name that is not stored is an error (exit 1).'
   static override examples = ['<%= config.bin %> secret delete github-token']
   static override args = secretNameArg
   static override flags = reservedNameFlag
