@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Production entry: runs the compiled commands in dist/ (npm run build).
-import {execute} from '@oclif/core'
+// Production entry: the compiled commands in dist/ (npm run build), or the TypeScript sources when
+// dist/ is absent (see launch.js).
+import {launch} from './launch.js'
 
-await execute({dir: import.meta.url})
+await launch({entryUrl: import.meta.url})

@@ -12,6 +12,7 @@ import {execute, Plugin, settings} from '@oclif/core'
 import {dirname} from 'node:path'
 import pjson from '../package.json' with {type: 'json'}
 import {COMMANDS} from '../src/index.ts'
+import {preflight} from '../src/lib/cli/argv.ts'
 
 type CommandMap = Record<string, unknown>
 const proto = Plugin.prototype as unknown as {
@@ -27,8 +28,19 @@ proto.loadCommandsFromTarget = async function (this: typeof proto) {
 }
 
 settings.enableAutoTranspile = false
+// Same argument preflight as src/cli.ts (`help <cmd>`, `version`, unknown-command suggestion).
+const argv = process.argv.slice(2)
+const pre = preflight(argv, Object.keys(COMMANDS))
+if (pre.kind === 'unknown') {
+  process.stderr.write(
+    argv.includes('--json')
+      ? JSON.stringify({error: pre.message, code: 'ERR_USAGE'}) + '\n'
+      : `Error: ${pre.message}\n`,
+  )
+  process.exit(2)
+}
 void execute({
-  args: process.argv.slice(2),
+  args: pre.argv,
   // The root is only used for oclif's own bookkeeping (cache/data dirs come from XDG, not from it).
   loadOptions: {root: dirname(process.execPath), pjson: structuredClone(pjson) as never},
 })

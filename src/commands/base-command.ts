@@ -24,19 +24,32 @@ export abstract class BaseCommand extends Command {
     process.stdout.write((json ? JSON.stringify(data) : human) + '\n')
   }
 
+  /** One error on stderr: `Error: …` for people, one `{"error","code"}` object with `--json`. */
+  private writeError(json: boolean, message: string, code: string): void {
+    process.stderr.write(
+      json ? JSON.stringify({error: message, code}) + '\n' : `Error: ${message}\n`,
+    )
+  }
+
   protected override async catch(
     err: Error & {exitCode?: number; oclif?: {exit?: number}},
   ): Promise<unknown> {
+    const json = process.argv.includes('--json')
     if (isToolgateError(err)) {
-      process.stderr.write(`Error: ${err.message}\n`)
+      this.writeError(json, err.message, err.code)
       if (process.argv.includes('--debug') && err.cause)
         process.stderr.write(`  cause: ${String((err.cause as Error)?.message ?? err.cause)}\n`)
       this.exit(err.exitCode)
     }
     // oclif's own parse errors (unknown flag, missing arg) keep their messages and exit 2.
-    if (err.oclif) return super.catch(err)
+    if (err.oclif && (!json || (err as {code?: string}).code === 'EEXIT')) return super.catch(err)
+    if (err.oclif && err.oclif.exit !== undefined) {
+      // `--json` covers parse errors too; oclif's usage errors are ERR_USAGE (exit 2).
+      this.writeError(json, err.message, 'ERR_USAGE')
+      this.exit(err.oclif.exit)
+    }
     const e = toToolgateError(err)
-    process.stderr.write(`Error: ${err.message || e.message}\n`)
+    this.writeError(json, err.message || e.message, e.code)
     if (process.argv.includes('--debug') && err.stack) process.stderr.write(err.stack + '\n')
     this.exit(e.exitCode)
   }

@@ -86,12 +86,20 @@ describe('toolgate proxy (command)', () => {
   it('prints the startup line as JSON with --json and exits 0 on SIGINT', async () => {
     const r = run(['--target-uri', upstream.url, '--json', 'weather'])
     const info = JSON.parse(await firstLine(r))
+    assert.equal(info.event, 'listening')
     assert.equal(info.name, 'weather')
     assert.equal(info.target, upstream.url)
     assert.match(info.url, /^http:\/\/127\.0\.0\.1:\d+$/)
     assert.equal(info.port, Number(new URL(info.url).port))
     r.child.kill('SIGINT')
     assert.equal(await r.exit, 0)
+    // Every JSON line on stderr (the logs) names its event too.
+    const lines = r
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+    assert.ok(lines.length > 0, r.stderr())
+    for (const l of lines) assert.equal(typeof JSON.parse(l).event, 'string', l)
   })
 
   it('fails with a clear error when an explicit --port is busy', async () => {

@@ -99,7 +99,7 @@ describe('secret commands in a CI shell (no session bus)', () => {
     h = await home()
   })
 
-  it('falls back to TOOLGATE_SECRETS_PASSWORD and says so', async () => {
+  it('uses TOOLGATE_SECRETS_PASSWORD without a keyring warning (setting it is the answer)', async () => {
     const set = await runCli(['secret', 'set', 'ci-token'], {
       home: h,
       bus: 'none',
@@ -107,11 +107,43 @@ describe('secret commands in a CI shell (no session bus)', () => {
       stdin: 'ci-value',
     })
     ok(set, 'set')
-    assert.match(set.stderr, /OS keyring unavailable .*using TOOLGATE_SECRETS_PASSWORD/)
+    assert.doesNotMatch(set.stderr, /keyring|WARN/i)
     const get = await runCli(['secret', 'get', 'ci-token'], {home: h, bus: 'none', env: ENV_PW})
     ok(get, 'get')
     assert.equal(get.stdout, 'ci-value\n')
-    assert.match(get.stderr, /using TOOLGATE_SECRETS_PASSWORD/)
+    assert.equal(get.stderr, '')
+    // --debug still tells where the password came from and why.
+    const dbg = await runCli(['secret', 'get', 'ci-token', '--debug'], {
+      home: h,
+      bus: 'none',
+      env: ENV_PW,
+    })
+    assert.match(dbg.stderr, /using TOOLGATE_SECRETS_PASSWORD/)
+  })
+
+  it('refuses a TOOLGATE_SECRETS_PASSWORD shorter than 8 characters, as the prompt does', async () => {
+    for (const args of [
+      ['secret', 'set', 'short-pw'],
+      ['secret', 'setup'],
+    ]) {
+      const r = await runCli(args, {
+        home: await home(),
+        bus: 'none',
+        env: {TOOLGATE_SECRETS_PASSWORD: 'seven77'},
+        stdin: 'v',
+      })
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
+      assert.match(r.stderr, /TOOLGATE_SECRETS_PASSWORD must be at least 8 characters long/)
+      assert.doesNotMatch(r.stderr, /seven77/)
+    }
+    // Exactly 8 is enough.
+    const r = await runCli(['secret', 'set', 'eight-pw'], {
+      home: await home(),
+      bus: 'none',
+      env: {TOOLGATE_SECRETS_PASSWORD: 'eight888'},
+      stdin: 'v',
+    })
+    ok(r, 'set with an 8-character password')
   })
 
   it('without keyring or password: a clear error and exit 2 (missing input), at once', async () => {

@@ -65,7 +65,17 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     }
     const safeMsg = redact('msg', msg) as string
     if (options.json) {
-      write(JSON.stringify({time: now().toISOString(), level: lvl, msg: safeMsg, ...clean}))
+      // Every JSON line names its event (contract §0); a log line is the event `log` unless its
+      // fields name another.
+      write(
+        JSON.stringify({
+          time: now().toISOString(),
+          level: lvl,
+          event: 'log',
+          msg: safeMsg,
+          ...clean,
+        }),
+      )
     } else {
       const kv = Object.entries(clean)
         .map(([k, v]) => `${k}=${formatValue(v)}`)

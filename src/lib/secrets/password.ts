@@ -3,6 +3,8 @@ import type {Logger} from '../log/logger.ts'
 import type {KeyringBackend} from './keyring.ts'
 
 export const PASSWORD_ENV = 'TOOLGATE_SECRETS_PASSWORD'
+/** The shortest master password accepted, typed or from the environment. */
+export const MIN_PASSWORD_LENGTH = 8
 
 export interface ResolvedPassword {
   password: string
@@ -38,11 +40,15 @@ export async function resolveSecretsPassword(options: {
   }
   const fromEnv = env[PASSWORD_ENV]
   if (fromEnv) {
-    if (keyring && keyringProblem !== 'no password stored in the OS keyring') {
-      logger.warn(`${keyringProblem}; using ${PASSWORD_ENV} instead`)
-    } else {
-      logger.debug(`${keyringProblem}; using ${PASSWORD_ENV}`)
-    }
+    // The same minimum as the prompt of `secret setup`: a short password is refused wherever it
+    // comes from (it only guards the file through scrypt, so its length is its strength).
+    if (fromEnv.length < MIN_PASSWORD_LENGTH)
+      throw new ToolgateError(
+        'ERR_USAGE',
+        `${PASSWORD_ENV} must be at least ${MIN_PASSWORD_LENGTH} characters long`,
+      )
+    // Setting the variable is the operator's answer to a missing keyring (CI, servers): no warning.
+    logger.debug(`${keyringProblem}; using ${PASSWORD_ENV}`)
     return {password: fromEnv, source: 'environment'}
   }
   throw new ToolgateError(

@@ -5,12 +5,12 @@ import {verifyOrCreateEncryptedFile} from './encrypted-provider.ts'
 import type {FileLockOptions} from './file-lock.ts'
 import type {KdfParams} from './file-format.ts'
 import {osKeyring, type KeyringBackend} from './keyring.ts'
-import {PASSWORD_ENV} from './password.ts'
+import {MIN_PASSWORD_LENGTH, PASSWORD_ENV} from './password.ts'
 import {providerConfigFile, writeProviderChoice} from './provider-config.ts'
 import {secretsFile} from './store.ts'
 import type {ProviderName} from './types.ts'
 
-export const MIN_PASSWORD_LENGTH = 8
+export {MIN_PASSWORD_LENGTH}
 
 export interface SetupOptions {
   provider: ProviderName
@@ -86,7 +86,9 @@ export async function setupSecrets(options: SetupOptions): Promise<SetupResult> 
   if (password.length < MIN_PASSWORD_LENGTH) {
     throw new ToolgateError(
       'ERR_USAGE',
-      `the master password must be at least ${MIN_PASSWORD_LENGTH} characters long`,
+      source === 'environment'
+        ? `${PASSWORD_ENV} must be at least ${MIN_PASSWORD_LENGTH} characters long`
+        : `the master password must be at least ${MIN_PASSWORD_LENGTH} characters long`,
     )
   }
 
@@ -106,7 +108,10 @@ export async function setupSecrets(options: SetupOptions): Promise<SetupResult> 
       keyringProblem = err.message
     }
   }
-  if (!stored) {
+  if (!stored && source === 'environment') {
+    // The operator already supplies the password through the environment: nothing to warn about.
+    logger.debug(`${keyringProblem}; the master password stays in ${PASSWORD_ENV}`)
+  } else if (!stored) {
     logger.warn(
       `${keyringProblem}; the master password was not saved, so set ${PASSWORD_ENV} whenever toolgate reads secrets`,
     )

@@ -31,7 +31,7 @@ describe('remote login state in the secrets store', () => {
       const open = () =>
         openSecretStore({
           paths,
-          env: {TOOLGATE_SECRETS_PASSWORD: 'pw'},
+          env: {TOOLGATE_SECRETS_PASSWORD: 'password'},
           keyring: false,
           provider: 'encrypted',
           kdf: {log2N: 10, r: 8, p: 1},
