@@ -30,6 +30,7 @@ import {
   seaUnsupportedReason,
   startAndWaitForLine,
 } from './binary-helpers.ts'
+import {needs} from '../helpers/component.ts'
 
 const unsupported = seaUnsupportedReason()
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {version: string}
@@ -39,246 +40,256 @@ function keyringToolsAvailable(): boolean {
   return ok('dbus-run-session') && ok('gnome-keyring-daemon')
 }
 
-describe('standalone executable', {skip: unsupported}, () => {
-  let work: string
-  let bin: string
-  let home: string
+describe(
+  'standalone executable',
+  {skip: needs('a SEA-capable Node (linux-x64)', unsupported)},
+  () => {
+    let work: string
+    let bin: string
+    let home: string
 
-  before(
-    async () => {
-      work = mkdtempSync(join(tmpdir(), 'toolgate-binary-'))
-      const built = freshPrebuiltBinary() ?? buildBinary(join(work, 'build'))
-      // The binary runs from a directory of its own, far from the checkout's node_modules.
-      mkdirSync(join(work, 'app', 'examples'), {recursive: true})
-      bin = join(work, 'app', 'toolgate')
-      copyFileSync(built, bin)
-      for (const f of ['anonymous.yaml', 'registry.json']) {
-        copyFileSync(join(ROOT, 'examples', f), join(work, 'app', 'examples', f))
-      }
-      rmSync(join(work, 'build'), {recursive: true, force: true})
-      home = join(work, 'home')
-      mkdirSync(home)
-    },
-    {timeout: 300_000},
-  )
-  after(() => {
-    if (work) rmSync(work, {recursive: true, force: true})
-  })
-
-  const runBin = (args: string[], extra: {stdin?: string} = {}) =>
-    run(bin, args, {cwd: dirname(bin), env: cleanEnv(home), ...extra})
-  const runSource = (args: string[]) =>
-    run(NODE, [join(ROOT, 'bin', 'dev.js'), ...args], {cwd: ROOT, env: cleanEnv(home)})
-
-  test('has no node_modules in its directory or any parent', () => {
-    for (let dir = dirname(bin); ; dir = dirname(dir)) {
-      assert.equal(existsSync(join(dir, 'node_modules')), false, `${dir}/node_modules exists`)
-      if (dir === dirname(dir)) break
-    }
-  })
-
-  test('--version prints the package version, platform and the bundled Node 24', async () => {
-    const r = await runBin(['--version'])
-    assert.equal(r.code, 0, r.stderr)
-    assert.match(
-      r.stdout.trim(),
-      new RegExp(`^toolgate/${pkg.version.replaceAll('.', '\\.')} linux-x64 node-v24\\.`),
+    before(
+      async () => {
+        work = mkdtempSync(join(tmpdir(), 'toolgate-binary-'))
+        const built = freshPrebuiltBinary() ?? buildBinary(join(work, 'build'))
+        // The binary runs from a directory of its own, far from the checkout's node_modules.
+        mkdirSync(join(work, 'app', 'examples'), {recursive: true})
+        bin = join(work, 'app', 'toolgate')
+        copyFileSync(built, bin)
+        for (const f of ['anonymous.yaml', 'registry.json']) {
+          copyFileSync(join(ROOT, 'examples', f), join(work, 'app', 'examples', f))
+        }
+        rmSync(join(work, 'build'), {recursive: true, force: true})
+        home = join(work, 'home')
+        mkdirSync(home)
+      },
+      {timeout: 300_000},
     )
-  })
-
-  for (const args of [['--help'], ['serve', '--help'], ['secret', '--help']]) {
-    test(`\`${args.join(' ')}\` prints exactly what the CLI prints from source`, async () => {
-      const [fromBinary, fromSource] = await Promise.all([runBin(args), runSource(args)])
-      assert.equal(fromBinary.code, 0, fromBinary.stderr)
-      assert.equal(fromBinary.code, fromSource.code)
-      assert.equal(fromBinary.stdout, fromSource.stdout)
+    after(() => {
+      if (work) rmSync(work, {recursive: true, force: true})
     })
-  }
 
-  test("an unknown command exits 2 with oclif's message, as from source", async () => {
-    const [fromBinary, fromSource] = await Promise.all([
-      runBin(['no-such-command']),
-      runSource(['no-such-command']),
-    ])
-    assert.equal(fromBinary.code, 2)
-    assert.equal(fromBinary.code, fromSource.code)
-    // bin/dev.js runs oclif in development mode, which adds a stack trace; compare the message.
-    assert.match(fromBinary.stderr, /Error: command no-such-command not found/)
-    assert.match(fromSource.stderr, /Error: command no-such-command not found/)
-  })
+    const runBin = (args: string[], extra: {stdin?: string} = {}) =>
+      run(bin, args, {cwd: dirname(bin), env: cleanEnv(home), ...extra})
+    const runSource = (args: string[]) =>
+      run(NODE, [join(ROOT, 'bin', 'dev.js'), ...args], {cwd: ROOT, env: cleanEnv(home)})
 
-  test('every command of the COMMANDS map answers --help, topic commands included', async () => {
-    const {COMMANDS} = (await import('../../src/index.ts')) as {COMMANDS: Record<string, unknown>}
-    const ids = Object.keys(COMMANDS).map((id) => id.replaceAll(':', ' '))
-    assert.ok(ids.includes('serve'))
-    for (const id of ids) {
-      const r = await runBin([...id.split(' '), '--help'])
-      assert.equal(r.code, 0, `${id}: ${r.stderr}`)
-      assert.ok(r.stdout.includes(`$ toolgate ${id}`), `${id}: usage line missing in\n${r.stdout}`)
+    test('has no node_modules in its directory or any parent', () => {
+      for (let dir = dirname(bin); ; dir = dirname(dir)) {
+        assert.equal(existsSync(join(dir, 'node_modules')), false, `${dir}/node_modules exists`)
+        if (dir === dirname(dir)) break
+      }
+    })
+
+    test('--version prints the package version, platform and the bundled Node 24', async () => {
+      const r = await runBin(['--version'])
+      assert.equal(r.code, 0, r.stderr)
+      assert.match(
+        r.stdout.trim(),
+        new RegExp(`^toolgate/${pkg.version.replaceAll('.', '\\.')} linux-x64 node-v24\\.`),
+      )
+    })
+
+    for (const args of [['--help'], ['serve', '--help'], ['secret', '--help']]) {
+      test(`\`${args.join(' ')}\` prints exactly what the CLI prints from source`, async () => {
+        const [fromBinary, fromSource] = await Promise.all([runBin(args), runSource(args)])
+        assert.equal(fromBinary.code, 0, fromBinary.stderr)
+        assert.equal(fromBinary.code, fromSource.code)
+        assert.equal(fromBinary.stdout, fromSource.stdout)
+      })
     }
-  })
 
-  test(
-    'serve answers GET /registry/default/v0.1/servers from the example registry (anonymous, port 0)',
-    {timeout: 120_000},
-    async (t) => {
-      const serve = await startAndWaitForLine(
-        bin,
-        [
-          'serve',
-          '--config',
-          'examples/anonymous.yaml',
-          '--address',
-          '127.0.0.1:0',
-          '--internal-address',
-          '127.0.0.1:0',
-          '--json',
-        ],
-        {cwd: dirname(bin), env: cleanEnv(home), timeoutMs: 60_000},
-      )
-      t.after(() => serve.stop('SIGKILL'))
-      const url = String(serve.ready.url)
-      const internalUrl = String(serve.ready.internalUrl)
-      assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/)
-
-      // Ready once the file source has loaded (bounded wait).
-      const deadline = Date.now() + 60_000
-      for (;;) {
-        const r = await fetch(`${internalUrl}/readiness`)
-        await r.arrayBuffer()
-        if (r.status === 200) break
-        assert.ok(Date.now() < deadline, `not ready within 60 s: ${serve.stderr()}`)
-        await new Promise((resolve) => setTimeout(resolve, 200))
-      }
-
-      const res = await fetch(`${url}/registry/default/v0.1/servers`)
-      assert.equal(res.status, 200)
-      const body = (await res.json()) as {
-        servers: {server: {name: string}}[]
-        metadata: {count: number; nextCursor?: string}
-      }
-      assert.equal(body.servers.length, 30)
-      assert.equal(body.metadata.count, 30)
-      assert.ok(body.metadata.nextCursor, 'a 237-version registry has a second page')
-      const example = JSON.parse(readFileSync(join(ROOT, 'examples', 'registry.json'), 'utf8')) as {
-        data: {servers: {name: string}[]}
-      }
-      const names = new Set(example.data.servers.map((s) => s.name))
-      for (const entry of body.servers) assert.ok(names.has(entry.server.name), entry.server.name)
-
-      const one = await fetch(
-        `${url}/registry/default/v0.1/servers/${encodeURIComponent('io.github.acme-labs/weather')}/versions/latest`,
-      )
-      assert.equal(one.status, 200)
-      assert.equal(
-        ((await one.json()) as {server: {name: string}}).server.name,
-        'io.github.acme-labs/weather',
-      )
-
-      // Build facts defined at bundle time reach /version.
-      const version = (await (await fetch(`${internalUrl}/version`)).json()) as Record<
-        string,
-        string
-      >
-      assert.equal(version.version, pkg.version)
-      assert.match(version.commit ?? '', /^([0-9a-f]{12}|unknown)$/)
-      assert.ok(
-        !Number.isNaN(Date.parse(version.build_date ?? '')),
-        `build_date ${version.build_date}`,
-      )
-      assert.match(version.node_version ?? '', /^v24\./)
-
-      assert.equal(await serve.stop('SIGTERM'), 0, serve.stderr())
-    },
-  )
-
-  test(
-    'the embedded Cedar wasm parses policies: a bad policy is refused naming its index, a good one lets proxy start',
-    {timeout: 120_000},
-    async () => {
-      const policy = (policies: string[]) =>
-        JSON.stringify({
-          version: '1.0',
-          type: 'cedarv1',
-          cedar: {policies, entities_json: '[]', group_claim_name: '', role_claim_name: ''},
-        })
-      const good = 'permit(principal, action == Action::"call_tool", resource == Tool::"echo");'
-      const dir = dirname(bin)
-      writeFileSync(
-        join(dir, 'bad-policy.json'),
-        policy([good, 'permit(principal, action, resource) when { principal.x == };']),
-      )
-      writeFileSync(join(dir, 'good-policy.json'), policy([good]))
-
-      const bad = await runBin([
-        'proxy',
-        'demo',
-        '--target-uri',
-        'http://127.0.0.1:9',
-        // Authorization needs an authenticated principal; the issuer is not contacted at startup.
-        '--oidc-issuer',
-        'http://127.0.0.1:9',
-        '--authz-config',
-        'bad-policy.json',
+    test("an unknown command exits 2 with oclif's message, as from source", async () => {
+      const [fromBinary, fromSource] = await Promise.all([
+        runBin(['no-such-command']),
+        runSource(['no-such-command']),
       ])
-      assert.equal(bad.code, 78, bad.stderr)
-      // The parser's own message can only come from the wasm module.
-      assert.match(bad.stderr, /cedar\.policies\[1\].*unexpected token/)
+      assert.equal(fromBinary.code, 2)
+      assert.equal(fromBinary.code, fromSource.code)
+      // bin/dev.js runs oclif in development mode, which adds a stack trace; compare the message.
+      assert.match(fromBinary.stderr, /Error: command no-such-command not found/)
+      assert.match(fromSource.stderr, /Error: command no-such-command not found/)
+    })
 
-      const proxy = await startAndWaitForLine(
-        bin,
-        [
+    test('every command of the COMMANDS map answers --help, topic commands included', async () => {
+      const {COMMANDS} = (await import('../../src/index.ts')) as {COMMANDS: Record<string, unknown>}
+      const ids = Object.keys(COMMANDS).map((id) => id.replaceAll(':', ' '))
+      assert.ok(ids.includes('serve'))
+      for (const id of ids) {
+        const r = await runBin([...id.split(' '), '--help'])
+        assert.equal(r.code, 0, `${id}: ${r.stderr}`)
+        assert.ok(
+          r.stdout.includes(`$ toolgate ${id}`),
+          `${id}: usage line missing in\n${r.stdout}`,
+        )
+      }
+    })
+
+    test(
+      'serve answers GET /registry/default/v0.1/servers from the example registry (anonymous, port 0)',
+      {timeout: 120_000},
+      async (t) => {
+        const serve = await startAndWaitForLine(
+          bin,
+          [
+            'serve',
+            '--config',
+            'examples/anonymous.yaml',
+            '--address',
+            '127.0.0.1:0',
+            '--internal-address',
+            '127.0.0.1:0',
+            '--json',
+          ],
+          {cwd: dirname(bin), env: cleanEnv(home), timeoutMs: 60_000},
+        )
+        t.after(() => serve.stop('SIGKILL'))
+        const url = String(serve.ready.url)
+        const internalUrl = String(serve.ready.internalUrl)
+        assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/)
+
+        // Ready once the file source has loaded (bounded wait).
+        const deadline = Date.now() + 60_000
+        for (;;) {
+          const r = await fetch(`${internalUrl}/readiness`)
+          await r.arrayBuffer()
+          if (r.status === 200) break
+          assert.ok(Date.now() < deadline, `not ready within 60 s: ${serve.stderr()}`)
+          await new Promise((resolve) => setTimeout(resolve, 200))
+        }
+
+        const res = await fetch(`${url}/registry/default/v0.1/servers`)
+        assert.equal(res.status, 200)
+        const body = (await res.json()) as {
+          servers: {server: {name: string}}[]
+          metadata: {count: number; nextCursor?: string}
+        }
+        assert.equal(body.servers.length, 30)
+        assert.equal(body.metadata.count, 30)
+        assert.ok(body.metadata.nextCursor, 'a 237-version registry has a second page')
+        const example = JSON.parse(
+          readFileSync(join(ROOT, 'examples', 'registry.json'), 'utf8'),
+        ) as {
+          data: {servers: {name: string}[]}
+        }
+        const names = new Set(example.data.servers.map((s) => s.name))
+        for (const entry of body.servers) assert.ok(names.has(entry.server.name), entry.server.name)
+
+        const one = await fetch(
+          `${url}/registry/default/v0.1/servers/${encodeURIComponent('io.github.acme-labs/weather')}/versions/latest`,
+        )
+        assert.equal(one.status, 200)
+        assert.equal(
+          ((await one.json()) as {server: {name: string}}).server.name,
+          'io.github.acme-labs/weather',
+        )
+
+        // Build facts defined at bundle time reach /version.
+        const version = (await (await fetch(`${internalUrl}/version`)).json()) as Record<
+          string,
+          string
+        >
+        assert.equal(version.version, pkg.version)
+        assert.match(version.commit ?? '', /^([0-9a-f]{12}|unknown)$/)
+        assert.ok(
+          !Number.isNaN(Date.parse(version.build_date ?? '')),
+          `build_date ${version.build_date}`,
+        )
+        assert.match(version.node_version ?? '', /^v24\./)
+
+        assert.equal(await serve.stop('SIGTERM'), 0, serve.stderr())
+      },
+    )
+
+    test(
+      'the embedded Cedar wasm parses policies: a bad policy is refused naming its index, a good one lets proxy start',
+      {timeout: 120_000},
+      async () => {
+        const policy = (policies: string[]) =>
+          JSON.stringify({
+            version: '1.0',
+            type: 'cedarv1',
+            cedar: {policies, entities_json: '[]', group_claim_name: '', role_claim_name: ''},
+          })
+        const good = 'permit(principal, action == Action::"call_tool", resource == Tool::"echo");'
+        const dir = dirname(bin)
+        writeFileSync(
+          join(dir, 'bad-policy.json'),
+          policy([good, 'permit(principal, action, resource) when { principal.x == };']),
+        )
+        writeFileSync(join(dir, 'good-policy.json'), policy([good]))
+
+        const bad = await runBin([
           'proxy',
           'demo',
           '--target-uri',
           'http://127.0.0.1:9',
-          '--host',
-          '127.0.0.1',
+          // Authorization needs an authenticated principal; the issuer is not contacted at startup.
           '--oidc-issuer',
           'http://127.0.0.1:9',
           '--authz-config',
-          'good-policy.json',
-          '--json',
-        ],
-        {cwd: dir, env: cleanEnv(home), timeoutMs: 60_000},
-      )
-      try {
-        assert.match(JSON.stringify(proxy.ready), /127\.0\.0\.1:\d+/)
-      } finally {
-        await proxy.stop('SIGTERM')
-      }
-    },
-  )
+          'bad-policy.json',
+        ])
+        assert.equal(bad.code, 78, bad.stderr)
+        // The parser's own message can only come from the wasm module.
+        assert.match(bad.stderr, /cedar\.policies\[1\].*unexpected token/)
 
-  test(
-    'the embedded native keyring addon stores and reads the secrets password in the real OS keyring',
-    {
-      skip: keyringToolsAvailable()
-        ? false
-        : 'dbus-run-session / gnome-keyring-daemon not installed',
-      timeout: 120_000,
-    },
-    async () => {
-      const keyHome = join(work, 'keyring-home')
-      mkdirSync(keyHome)
-      const env = cleanEnv(keyHome)
-      // One private D-Bus session with an unlocked GNOME Keyring for the whole sequence (testing.md).
-      const script = [
-        'printf unlock-pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null',
-        'TOOLGATE_SECRETS_PASSWORD=master-pw-123 "$BIN" secret setup',
-        'printf s3cr3t-value | "$BIN" secret set demo',
-        // No password in the environment: it must come back from the keyring through the addon.
-        '"$BIN" secret get demo',
-      ].join(' && ')
-      const r = await run('dbus-run-session', ['--', 'sh', '-c', script], {
-        cwd: keyHome,
-        env: {...env, BIN: bin},
-        timeoutMs: 100_000,
-      })
-      assert.equal(r.code, 0, r.stderr)
-      assert.match(r.stdout, /saved in the OS keyring/)
-      assert.equal(r.stdout.trim().split('\n').at(-1), 's3cr3t-value')
-      assert.doesNotMatch(r.stderr, /not loadable/)
-    },
-  )
-})
+        const proxy = await startAndWaitForLine(
+          bin,
+          [
+            'proxy',
+            'demo',
+            '--target-uri',
+            'http://127.0.0.1:9',
+            '--host',
+            '127.0.0.1',
+            '--oidc-issuer',
+            'http://127.0.0.1:9',
+            '--authz-config',
+            'good-policy.json',
+            '--json',
+          ],
+          {cwd: dir, env: cleanEnv(home), timeoutMs: 60_000},
+        )
+        try {
+          assert.match(JSON.stringify(proxy.ready), /127\.0\.0\.1:\d+/)
+        } finally {
+          await proxy.stop('SIGTERM')
+        }
+      },
+    )
+
+    test(
+      'the embedded native keyring addon stores and reads the secrets password in the real OS keyring',
+      {
+        skip: needs(
+          'the OS keyring',
+          !keyringToolsAvailable() && 'dbus-run-session / gnome-keyring-daemon not installed',
+        ),
+        timeout: 120_000,
+      },
+      async () => {
+        const keyHome = join(work, 'keyring-home')
+        mkdirSync(keyHome)
+        const env = cleanEnv(keyHome)
+        // One private D-Bus session with an unlocked GNOME Keyring for the whole sequence (testing.md).
+        const script = [
+          'printf unlock-pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null',
+          'TOOLGATE_SECRETS_PASSWORD=master-pw-123 "$BIN" secret setup',
+          'printf s3cr3t-value | "$BIN" secret set demo',
+          // No password in the environment: it must come back from the keyring through the addon.
+          '"$BIN" secret get demo',
+        ].join(' && ')
+        const r = await run('dbus-run-session', ['--', 'sh', '-c', script], {
+          cwd: keyHome,
+          env: {...env, BIN: bin},
+          timeoutMs: 100_000,
+        })
+        assert.equal(r.code, 0, r.stderr)
+        assert.match(r.stdout, /saved in the OS keyring/)
+        assert.equal(r.stdout.trim().split('\n').at(-1), 's3cr3t-value')
+        assert.doesNotMatch(r.stderr, /not loadable/)
+      },
+    )
+  },
+)

@@ -9,6 +9,7 @@ import {
   type CliProcess,
   type RunCliOptions,
 } from '../helpers/keyring-session.ts'
+import {needs} from '../helpers/component.ts'
 
 /**
  * `toolgate proxy --remote-forward-headers-secret Name=secret-name`: a secret stored with
@@ -60,7 +61,10 @@ const modes: Array<[RunCliOptions['bus'], string | false]> = [
   ['none', false],
   [
     'keyring',
-    keyringToolsAvailable() ? false : 'dbus-run-session / gnome-keyring-daemon not installed',
+    needs(
+      'the OS keyring',
+      !keyringToolsAvailable() && 'dbus-run-session / gnome-keyring-daemon not installed',
+    ),
   ],
 ]
 

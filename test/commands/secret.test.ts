@@ -8,6 +8,7 @@ import {
   runCli,
   type CliResult,
 } from '../helpers/keyring-session.ts'
+import {needs} from '../helpers/component.ts'
 
 /**
  * `toolgate secret …` end to end, one process per command as a user runs it: the real OS keyring
@@ -32,7 +33,12 @@ const hasKeyring = keyringToolsAvailable()
 
 describe(
   'secret commands with the real OS keyring',
-  {skip: hasKeyring ? false : 'dbus-run-session / gnome-keyring-daemon not installed'},
+  {
+    skip: needs(
+      'the OS keyring',
+      !hasKeyring && 'dbus-run-session / gnome-keyring-daemon not installed',
+    ),
+  },
   () => {
     let h: string
     before(async () => {

@@ -9,12 +9,13 @@ import {
   startProtectedResource,
   type ProtectedResource,
 } from '../../helpers/oidc-login.ts'
+import {needs} from '../../helpers/component.ts'
 
 const AUDIENCE = 'https://mcp.example.test/mcp'
 
 describe(
   'remote OAuth login in a real browser',
-  {skip: chromiumAvailable() ? false : `no Chromium at ${CHROMIUM_PATH}`},
+  {skip: needs('Chromium', !chromiumAvailable() && `no Chromium at ${CHROMIUM_PATH}`)},
   () => {
     let idp: Awaited<ReturnType<typeof startLoginProvider>>
     let upstream: ProtectedResource
