@@ -40,18 +40,19 @@ export default class Serve extends BaseCommand {
     const {flags} = await this.parse(Serve)
     // Loaded here, not at the top: `--help`, `--version` and other commands never pay for the
     // server, the store and their dependencies. Literal specifiers keep this bundle-safe.
-    const {loadServeConfig, validateServeConfig} = await import('../lib/config/serve-config.ts')
+    const {defaultRegistryDbPath, loadServeConfig, validateServeConfig} =
+      await import('../lib/config/serve-config.ts')
     const {startServe} = await import('../lib/server/serve.ts')
     const logger = this.makeLogger(flags)
     const address = parseListenAddress(flags.address, '--address')
     const internalAddress = parseListenAddress(flags['internal-address'], '--internal-address')
     const dirs = xdgDirs()
-    const options = {
-      authMode: flags['auth-mode'] as AuthMode | undefined,
-      defaultDbPath: join(dirs.data, 'registry.db'),
-    }
     const implicit = join(dirs.config, 'serve.yaml')
     const file = flags.config ?? (existsSync(implicit) ? implicit : undefined)
+    const options = {
+      authMode: flags['auth-mode'] as AuthMode | undefined,
+      defaultDbPath: defaultRegistryDbPath(dirs.data, file),
+    }
     // No file at all behaves as an empty config: oauth mode without providers, which refuses to start.
     let config
     try {
@@ -89,6 +90,8 @@ export default class Serve extends BaseCommand {
         event: 'listening',
         url: handle.url,
         internalUrl: handle.internalUrl,
+        address: handle.address,
+        internalAddress: handle.internalAddress,
         authMode: handle.authMode,
       },
     )

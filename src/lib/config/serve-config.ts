@@ -1,5 +1,6 @@
-import {readFileSync} from 'node:fs'
-import {dirname, extname, resolve} from 'node:path'
+import {createHash} from 'node:crypto'
+import {readFileSync, realpathSync} from 'node:fs'
+import {dirname, extname, join, resolve} from 'node:path'
 import {parse as parseYaml} from 'yaml'
 import {ToolgateError} from '../errors.ts'
 import type {RegistryDefinition, SourceConfig} from '../registry/types.ts'
@@ -40,10 +41,29 @@ export interface ServeConfig {
 export interface ServeConfigOptions {
   /** `--auth-mode`: overrides `auth.mode` of the file. */
   authMode?: AuthMode
-  /** Default SQLite path when `storage` is absent (`<XDG data>/toolgate/registry.db`). */
+  /** Default SQLite path when `storage` is absent (see defaultRegistryDbPath). */
   defaultDbPath: string
   /** Directory relative paths are resolved against; defaults to the config file's directory. */
   baseDir?: string
+}
+
+/**
+ * The SQLite file used when the config has no `storage`: one per config file, so two `serve`
+ * processes started with different configs never overwrite each other's cache
+ * (`<data>/registry-<first 16 hex of sha256(real path of the config)>.db`); without a config file,
+ * `<data>/registry.db`. Two processes with the same config share the file, which SQLite's locking
+ * and WAL make safe (they cache the same sources).
+ */
+export function defaultRegistryDbPath(dataDir: string, configFile?: string): string {
+  if (!configFile) return join(dataDir, 'registry.db')
+  let real = resolve(configFile)
+  try {
+    real = realpathSync(real)
+  } catch {
+    // A missing file is reported by the loader; the path as given is enough to name the cache.
+  }
+  const hash = createHash('sha256').update(real).digest('hex').slice(0, 16)
+  return join(dataDir, `registry-${hash}.db`)
 }
 
 /** Reads and validates a config file (YAML or JSON, by extension or content). */

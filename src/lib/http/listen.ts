@@ -86,6 +86,19 @@ export async function closeGracefully(server: Server, graceMs = 10_000): Promise
   }
 }
 
+/**
+ * The address a server is actually bound to, as `host:port` (`[::]:8080` for `:8080`, which binds
+ * every interface). Logs say this; `urlOf` is only where a local client can reach it.
+ */
+export function boundOf(info: AddressInfo): string {
+  return `${info.family === 'IPv6' ? `[${info.address}]` : info.address}:${info.port}`
+}
+
+/** True when the bound address accepts connections on every interface (not only loopback). */
+export function allInterfaces(info: AddressInfo): boolean {
+  return info.address === '0.0.0.0' || info.address === '::'
+}
+
 export function urlOf(info: AddressInfo, scheme = 'http'): string {
   const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
   return `${scheme}://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${info.port}`

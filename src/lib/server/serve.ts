@@ -3,7 +3,14 @@ import {createAuthenticator} from '../auth/index.ts'
 import type {BearerAuthenticator} from '../auth/types.ts'
 import type {ServeConfig} from '../config/serve-config.ts'
 import {ToolgateError} from '../errors.ts'
-import {closeGracefully, listen, urlOf, type HostPort} from '../http/listen.ts'
+import {
+  allInterfaces,
+  boundOf,
+  closeGracefully,
+  listen,
+  urlOf,
+  type HostPort,
+} from '../http/listen.ts'
 import type {Logger} from '../log/logger.ts'
 import {createServeMetrics} from '../metrics/serve-metrics.ts'
 import {buildOpenApi} from '../registry-api/openapi.ts'
@@ -37,6 +44,9 @@ export interface ServeOptions {
 export interface ServeHandle {
   url: string
   internalUrl: string
+  /** The bound `host:port` (`[::]:8080` when listening on every interface). */
+  address: string
+  internalAddress: string
   authMode: ServeConfig['auth']['mode']
   close(): Promise<void>
 }
@@ -82,7 +92,11 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
     )
     const internalInfo = await listen(internal, opts.internalAddress, '--internal-address')
     cleanups.push(() => closeGracefully(internal, graceMs))
-    logger.info('internal server listening', {url: urlOf(internalInfo)})
+    logger.info('internal server listening', {
+      address: boundOf(internalInfo),
+      all_interfaces: allInterfaces(internalInfo),
+      url: urlOf(internalInfo),
+    })
 
     cleanups.push(() => sources.stop())
     await sources.start()
@@ -126,11 +140,19 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
     const main = hardened(createServer({maxHeaderSize: 96 * 1024}, mainHandler))
     const mainInfo = await listen(main, opts.address, '--address')
     cleanups.push(() => closeGracefully(main, graceMs))
+    // The bound address, not the loopback URL: `:8080` listens on every interface and says so.
+    logger.info('main server listening', {
+      address: boundOf(mainInfo),
+      all_interfaces: allInterfaces(mainInfo),
+      url: urlOf(mainInfo),
+    })
 
     let closing: Promise<void> | undefined
     return {
       url: urlOf(mainInfo),
       internalUrl: urlOf(internalInfo),
+      address: boundOf(mainInfo),
+      internalAddress: boundOf(internalInfo),
       authMode: config.auth.mode,
       close: () => (closing ??= cleanup()),
     }
