@@ -77,7 +77,7 @@ export const authzFlags = {
   }),
 }
 
-const grouped = <T extends Record<string, object>>(flags: T, helpGroup: string): T =>
+export const grouped = <T extends Record<string, object>>(flags: T, helpGroup: string): T =>
   Object.fromEntries(Object.entries(flags).map(([name, flag]) => [name, {...flag, helpGroup}])) as T
 
 /** Credentials toward the remote server: OAuth login, bearer, token exchange, injected headers. */

@@ -181,3 +181,18 @@ describe('launching', () => {
     assert.deepEqual(JSON.parse(r.stdout), [])
   })
 })
+
+describe('long flag lists', () => {
+  it('every command with more than 8 flags of its own puts each optional one in a help group', () => {
+    type Cmd = {flags?: Record<string, {helpGroup?: string; required?: boolean}>}
+    for (const [id, cmd] of Object.entries(COMMANDS as Record<string, Cmd>)) {
+      const own = Object.entries(cmd.flags ?? {})
+      if (own.length <= 8) continue
+      // A required flag may stay in the first, ungrouped FLAGS block, where it is seen first.
+      const loose = own.filter(([, f]) => !f.helpGroup && !f.required).map(([name]) => `--${name}`)
+      assert.deepEqual(loose, [], `${id.replaceAll(':', ' ')}: flags without helpGroup`)
+    }
+    const r = cli(['auth', 'token', '--help'])
+    assert.match(r.stdout, /REMOTE AUTH FLAGS/)
+  })
+})

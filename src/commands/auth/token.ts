@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {ToolgateError} from '../../lib/errors.ts'
 import {BaseCommand} from '../base-command.ts'
+import {grouped} from '../pipeline-flags.ts'
 import {remoteAuthFlags} from '../remote-auth-flags.ts'
 
 // `--remote-auth` is what this command does; every other remote-auth flag applies as in `proxy`.
@@ -20,10 +21,11 @@ export default class AuthToken extends BaseCommand {
   }
 
   static override flags = {
-    ...loginFlags,
+    ...grouped(loginFlags, 'REMOTE AUTH'),
     show: Flags.boolean({
       description: 'Print the token even when stdout is a terminal (where others may see it).',
       default: false,
+      helpGroup: 'OUTPUT',
     }),
   }
 
