@@ -54,6 +54,11 @@ export class SqliteRegistryStore implements RegistryStore {
     await this.#c.close()
   }
 
+  /** Set when the file was corrupt at open: where it was moved (a fresh one replaced it). */
+  get movedAside(): string | undefined {
+    return this.#c.movedAside
+  }
+
   async ping(): Promise<void> {
     this.#c.stmt('ping', 'SELECT 1 AS ok').get()
   }

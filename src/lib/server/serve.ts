@@ -65,8 +65,14 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
       await fn().catch((err: unknown) => logger.warn('shutdown step failed', {err: err as Error}))
   }
   try {
-    const store: RegistryStore = new SqliteRegistryStore({path: config.storage.path})
+    const sqlite = new SqliteRegistryStore({path: config.storage.path})
+    const store: RegistryStore = sqlite
     await store.init()
+    if (sqlite.movedAside)
+      logger.warn('database file was corrupt: moved aside, rebuilding it from the sources', {
+        path: config.storage.path,
+        moved_to: sqlite.movedAside,
+      })
     cleanups.push(() => store.close())
     await store.setRegistries(config.registries)
     logger.info('storage ready', {storage: 'sqlite', path: config.storage.path})

@@ -44,8 +44,12 @@ export class StoreConnections {
     this.#checkpointOffThread = checkpoint
   }
 
+  /** Where a corrupt database file was moved at open (it was then rebuilt empty). */
+  movedAside: string | undefined
+
   async open(): Promise<void> {
-    const {db, wdb} = await openConnections(this.path, this.busyTimeoutMs)
+    const {db, wdb, movedAside} = await openConnections(this.path, this.busyTimeoutMs)
+    this.movedAside = movedAside
     this.db = db
     this.wdb = wdb
     this.closing = false

@@ -1,4 +1,4 @@
-import {mkdirSync} from 'node:fs'
+import {existsSync, mkdirSync, renameSync} from 'node:fs'
 import {dirname} from 'node:path'
 import type {DatabaseSync} from 'node:sqlite'
 import {ToolgateError} from '../../errors.ts'
@@ -11,6 +11,40 @@ import {loadSqlite} from '../sqlite-module.ts'
  * or `db` itself for `:memory:`, which cannot be shared. Migrations run on the way.
  */
 export async function openConnections(
+  path: string,
+  busyTimeoutMs: number,
+): Promise<{db: DatabaseSync; wdb: DatabaseSync; movedAside?: string}> {
+  try {
+    return await openOnce(path, busyTimeoutMs)
+  } catch (err) {
+    // The database is a cache of the sources (rebuilt at every start): a damaged file is moved
+    // aside (kept for a post-mortem, never deleted) and a fresh one built, instead of refusing to
+    // serve. Anything else (permissions, a full disk, a lock) stays an error.
+    if (path === ':memory:' || !isCorrupt((err as {cause?: unknown}).cause) || !existsSync(path))
+      throw err
+    const movedAside = `${path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`
+    try {
+      renameSync(path, movedAside)
+      for (const suffix of ['-wal', '-shm'])
+        if (existsSync(path + suffix)) renameSync(path + suffix, movedAside + suffix)
+    } catch (moveErr) {
+      throw new ToolgateError(
+        'ERR_STORAGE',
+        `storage: ${path} is corrupt and could not be moved aside: ${messageOf(moveErr)}`,
+        {cause: moveErr},
+      )
+    }
+    return {...(await openOnce(path, busyTimeoutMs)), movedAside}
+  }
+}
+
+/** SQLITE_CORRUPT (11) or SQLITE_NOTADB (26), as node:sqlite reports them. */
+function isCorrupt(err: unknown): boolean {
+  const code = (err as {errcode?: number} | undefined)?.errcode
+  return code === 11 || code === 26
+}
+
+async function openOnce(
   path: string,
   busyTimeoutMs: number,
 ): Promise<{db: DatabaseSync; wdb: DatabaseSync}> {
@@ -30,8 +64,9 @@ export async function openConnections(
     db.exec('PRAGMA synchronous = NORMAL')
     return db
   }
+  let db: DatabaseSync | undefined
   try {
-    const db = open()
+    db = open()
     // WAL: readers never block the syncer's write transaction and vice versa.
     db.exec('PRAGMA journal_mode = WAL')
     runMigrations(db, MIGRATIONS)
@@ -47,6 +82,11 @@ export async function openConnections(
     )
     return {db, wdb}
   } catch (err) {
+    try {
+      db?.close()
+    } catch {
+      // Already unusable; the error below is what matters.
+    }
     throw new ToolgateError('ERR_STORAGE', `storage: cannot open ${path}: ${messageOf(err)}`, {
       cause: err,
     })
