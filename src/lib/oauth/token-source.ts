@@ -38,7 +38,15 @@ export interface TokenSourceDeps {
   reloginIntervalMs?: number
   /** After a refresh failed for a passing reason (network, 5xx), how long before trying again. */
   refreshBackoffMs?: number
+  /**
+   * How long a request that arrives while start() restores the saved login (discovery, refresh)
+   * waits for it before getting ERR_NO_UPSTREAM_TOKEN; default 30 s.
+   */
+  startWaitMs?: number
 }
+
+/** Default bound on a request's wait for the saved login to be restored at startup. */
+export const START_WAIT_MS = 30_000
 
 interface AccessToken {
   token: string
@@ -61,7 +69,9 @@ const noToken = (message: string, cause?: unknown) =>
  * A dead refresh token or a revoked registration leads to one new (background) login — a person
  * has to act, so it is never retried in a loop; meanwhile callers get ERR_NO_UPSTREAM_TOKEN, which
  * the proxy answers with 503 and Retry-After. The proxy listens before `start()` (so a busy port is
- * reported before anyone logs in): until `start()` has finished, `getToken` answers the same way.
+ * reported before anyone logs in): while `start()` discovers the server and restores a saved login
+ * (no person involved), `getToken` waits for it (at most `startWaitMs`, 30 s); only once an
+ * interactive login is pending, or start() failed, does it answer ERR_NO_UPSTREAM_TOKEN at once.
  */
 export class RemoteOAuthTokenSource implements UpstreamTokenSource {
   readonly #options: RemoteAuthOptions
@@ -79,6 +89,10 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
   #lastLoginFailureAt = -Infinity
   /** Set when start() has finished; before that only start() may refresh or log in. */
   #started = false
+  /** Settled when start() has a token, needs a person (interactive login), or failed. */
+  #settle!: () => void
+  readonly #settled = new Promise<void>((resolve) => (this.#settle = resolve))
+  #needsPerson = false
   #closing: Promise<void> | undefined
   /** Counters for tests and debug logs: how many refresh and login round trips really happened. */
   readonly stats = {refreshes: 0, logins: 0, registrations: 0}
@@ -95,6 +109,14 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
 
   /** Discovery, then a saved login or an interactive one. Throws when no token can be had. */
   async start(): Promise<void> {
+    try {
+      await this.#start()
+    } finally {
+      this.#settle()
+    }
+  }
+
+  async #start(): Promise<void> {
     const server = await resolveServer(
       {
         targetUri: this.#options.targetUri,
@@ -150,11 +172,15 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
         }
       }
     }
+    // A person has to act now: requests no longer wait (503 + Retry-After until the login ends).
+    this.#needsPerson = true
+    this.#settle()
     await this.#interactive()
     this.#started = true
   }
 
   async getToken(signal?: AbortSignal): Promise<string> {
+    if (!this.#started && !this.#needsPerson) await this.#waitForStart(signal)
     if (!this.#started)
       throw noToken('the remote login has not finished yet (see the proxy output)')
     const access = this.#access
@@ -179,6 +205,26 @@ export class RemoteOAuthTokenSource implements UpstreamTokenSource {
     if (access && this.#now() < access.expiresAt) return access.token
     this.#backgroundLogin('the access token expired and there is no refresh token')
     throw noToken('no upstream token: a new login is needed (see the proxy output)')
+  }
+
+  /** Waits (bounded, and no longer than the caller) for start() to settle; never throws. */
+  async #waitForStart(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return
+    let timer: NodeJS.Timeout | undefined
+    let onAbort: (() => void) | undefined
+    await Promise.race([
+      this.#settled,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, this.#deps.startWaitMs ?? START_WAIT_MS)
+        timer.unref()
+      }),
+      new Promise<void>((resolve) => {
+        onAbort = resolve
+        signal?.addEventListener('abort', onAbort, {once: true})
+      }),
+    ])
+    clearTimeout(timer)
+    if (onAbort) signal?.removeEventListener('abort', onAbort)
   }
 
   /** Expiry and scope of the current access token (for `toolgate auth token --json`). */
