@@ -131,7 +131,14 @@ describe('configuration that starts', {concurrency: 2}, () => {
     const s = await startServe(['--config', config, '--auth-mode', 'anonymous', '--json'], {dir})
     t.after(() => s.stop())
     const line = JSON.parse(s.stdout().split('\n')[0]!) as Record<string, string>
-    assert.deepEqual(Object.keys(line).sort(), ['authMode', 'event', 'internalUrl', 'url'])
+    assert.deepEqual(Object.keys(line).sort(), [
+      'address',
+      'authMode',
+      'event',
+      'internalAddress',
+      'internalUrl',
+      'url',
+    ])
     assert.equal(line.authMode, 'anonymous')
     assert.match(line.url!, /^http:\/\/127\.0\.0\.1:\d+$/)
     assert.match(s.stderr(), /ANONYMOUS MODE/)
@@ -154,7 +161,8 @@ describe('configuration that starts', {concurrency: 2}, () => {
     assert.match(
       s.stderr(),
       new RegExp(
-        `path=${join(dir, 'data', 'toolgate', 'registry.db').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`,
+        // One database per config file (docs/serve.md, "Default database").
+        `path=${join(dir, 'data', 'toolgate', 'registry-').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}[0-9a-f]{16}\\.db`,
       ),
     )
   })
