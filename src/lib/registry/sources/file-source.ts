@@ -1,6 +1,6 @@
 import {ToolgateError} from '../../errors.ts'
 import type {OutboundClient} from '../../http/outbound.ts'
-import {streamRegistryDocument, streamRegistryFile} from './document.ts'
+import {streamRegistryDocument, streamRegistryFileAsync} from './document.ts'
 import {fetchBody} from './fetch-body.ts'
 import type {LoadResult, SourceLoader} from './loader.ts'
 import {describeUrl} from './location.ts'
@@ -19,10 +19,11 @@ export class FilePathLoader implements SourceLoader {
   }
 
   async load(): Promise<LoadResult> {
-    // Never read whole: validated through a window, each record read back when consumed.
+    // Never read whole: validated through a window (in a worker thread), each record read back
+    // when consumed.
     let records
     try {
-      records = streamRegistryFile(this.path)
+      records = await streamRegistryFileAsync(this.path)
     } catch (err) {
       if (err instanceof ToolgateError) throw err
       const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message
