@@ -27,6 +27,17 @@ export const frontFlags = {
     min: 0,
     helpGroup: 'LISTEN',
   }),
+  'max-connections': Flags.integer({
+    description: 'Concurrent client connections; more are answered 503 [default: 512].',
+    min: 1,
+    helpGroup: 'LISTEN',
+  }),
+  'require-auth': Flags.boolean({
+    description:
+      'Refuse to start without incoming authentication (instead of warning on a non-loopback address).',
+    default: false,
+    helpGroup: 'INCOMING AUTH',
+  }),
   'resource-url': Flags.string({
     description: 'Resource URL advertised at /.well-known/oauth-protected-resource (RFC 9728).',
     helpGroup: 'INCOMING AUTH',
@@ -83,6 +94,12 @@ export const grouped = <T extends Record<string, object>>(flags: T, helpGroup: s
 /** Credentials toward the remote server: OAuth login, bearer, token exchange, injected headers. */
 export const outgoingAuthFlags = {
   ...grouped(remoteAuthFlags, 'REMOTE AUTH'),
+  'remote-forward-incoming-token': Flags.boolean({
+    description:
+      "Forward the client's own bearer token to the target (token passthrough; off by default, as the MCP authorization spec requires).",
+    default: false,
+    helpGroup: 'REMOTE AUTH',
+  }),
   'remote-auth-bearer-token': Flags.string({
     description: 'Bearer token for the remote server (or env TOOLGATE_REMOTE_AUTH_BEARER_TOKEN).',
     helpGroup: 'REMOTE AUTH',

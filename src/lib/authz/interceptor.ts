@@ -13,6 +13,7 @@ import {
   parseJsonRpcBody,
   type JsonRpcId,
 } from '../mcp/json-rpc.ts'
+import {describeAmbiguity, unambiguousJsonText} from '../mcp/strict-json.ts'
 import type {
   InterceptDecision,
   InterceptedRequest,
@@ -47,6 +48,10 @@ function badRequest(code: number, message: string): LocalAnswer {
 // session (DELETE), CORS preflight. They name no tool, prompt or resource.
 const BODYLESS_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS'])
 
+// Headers that ask some frameworks to treat a request as another method (a GET that runs as a
+// POST, a POST that runs as a DELETE): the method judged here would not be the one executed.
+const METHOD_OVERRIDES = ['x-http-method-override', 'x-method-override', 'x-http-method']
+
 export interface AuthzInterceptorOptions extends AuthorizerOptions {
   annotations?: AnnotationCache
 }
@@ -69,6 +74,22 @@ export class AuthzInterceptor implements RequestInterceptor {
     callUpstream: (jsonRpcBody: unknown) => Promise<unknown>,
   ): Promise<InterceptDecision> {
     const method = request.method.toUpperCase()
+    const override = METHOD_OVERRIDES.find((h) => request.headers[h] !== undefined)
+    if (override) {
+      this.#logger?.info('authz decision', {decision: 'deny', reason: `${override} header`})
+      return {
+        action: 'answer',
+        answer: badRequest(INVALID_REQUEST, `the ${override} header is not allowed`),
+      }
+    }
+    if (BODYLESS_METHODS.has(method) && request.body.length > 0) {
+      // A body nobody judges must not reach a server that might read it anyway.
+      this.#logger?.info('authz decision', {decision: 'deny', reason: `body on ${method}`})
+      return {
+        action: 'answer',
+        answer: badRequest(INVALID_REQUEST, `a ${method} request must not have a body`),
+      }
+    }
     if (BODYLESS_METHODS.has(method)) {
       if (method !== 'GET' || !request.principal)
         return request.principal
@@ -83,7 +104,13 @@ export class AuthzInterceptor implements RequestInterceptor {
     }
     if (method !== 'POST') return {action: 'answer', answer: forbiddenAnswer(undefined)}
 
-    const parsed = parseJsonRpcBody(request.body)
+    // Judge exactly what is forwarded: a text two parsers could read differently is refused.
+    const text = unambiguousJsonText(request.body)
+    if (!('text' in text)) {
+      this.#logger?.info('authz decision', {decision: 'deny', reason: text.kind})
+      return {action: 'answer', answer: badRequest(INVALID_REQUEST, describeAmbiguity(text))}
+    }
+    const parsed = parseJsonRpcBody(text.text)
     if (!parsed.ok) {
       // Contract §6: non-JSON POST → 400; batches are refused too (one message, one decision).
       const code = parsed.reason === 'not_json' ? PARSE_ERROR : INVALID_REQUEST

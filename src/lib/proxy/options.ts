@@ -5,7 +5,7 @@ import type {Logger} from '../log/logger.ts'
 import {createTokenExchanger} from '../token-exchange/exchanger.ts'
 import type {SubjectTokenType, TokenExchangeConfig} from '../token-exchange/request.ts'
 import {assertInjectableName, parseForwardHeaders} from './forward-headers.ts'
-import type {IncomingOidcOptions} from './incoming-auth.ts'
+import {incomingAuthEnabled, type IncomingOidcOptions} from './incoming-auth.ts'
 import {parseAllowedOrigins} from './origin.ts'
 import {staticTokenSource} from './outgoing-auth.ts'
 import type {ProxyConfig} from './proxy-server.ts'
@@ -20,6 +20,9 @@ export interface ProxyFlags {
   port?: number
   'allowed-origins'?: string[]
   'max-request-body-size': number
+  'max-connections'?: number
+  'require-auth'?: boolean
+  'remote-forward-incoming-token'?: boolean
   'resource-url'?: string
   'oidc-issuer'?: string
   'oidc-audience'?: string
@@ -214,9 +217,32 @@ export function proxyConfigFromFlags(
     }
   }
 
+  const maxConnections = flags['max-connections']
+  if (maxConnections !== undefined && (!Number.isSafeInteger(maxConnections) || maxConnections < 1))
+    throw new ToolgateError('ERR_USAGE', '--max-connections: must be a positive number')
+  if (flags['require-auth'] && !incomingAuthEnabled(oidc)) {
+    throw new ToolgateError(
+      'ERR_USAGE',
+      '--require-auth: no incoming authentication is configured; add --oidc-issuer (or --oidc-jwks-url, or --oidc-introspection-url)',
+    )
+  }
+  const forwardIncomingToken = flags['remote-forward-incoming-token'] === true
+  if (forwardIncomingToken) {
+    if (bearer !== undefined || tokenExchange)
+      throw new ToolgateError(
+        'ERR_USAGE',
+        '--remote-forward-incoming-token: an outgoing credential (bearer token or token exchange) already replaces the client token',
+      )
+    deps.logger.warn(
+      "--remote-forward-incoming-token: clients' tokens are passed to the target as they are (token passthrough); the target can replay them wherever they are accepted",
+    )
+  }
+
   return {
     name,
     targetUri,
+    ...(maxConnections !== undefined ? {maxConnections} : {}),
+    ...(forwardIncomingToken ? {forwardIncomingToken} : {}),
     host: flags.host,
     port,
     ...(origins.length ? {allowedOrigins: parseAllowedOrigins(origins)} : {}),

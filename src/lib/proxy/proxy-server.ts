@@ -23,6 +23,14 @@ import {createInterceptStep} from './intercept.ts'
 import {logPath} from './log-path.ts'
 import {createOriginPolicy, loopbackOrigins, type OriginPolicy} from './origin.ts'
 import {REFUSED, takeRequestBody} from './request-body.ts'
+import {refusedRequestTarget} from './request-target.ts'
+import {
+  DEFAULT_MAX_CONNECTIONS,
+  SERVER_LIMITS,
+  answerClientErrors,
+  clientErrorChallenge,
+  limitConnections,
+} from './server-limits.ts'
 import type {RequestInterceptor, ResponseRewriter, UpstreamTokenSource} from './types.ts'
 import {DEFAULT_TIMEOUTS, createUpstream, type UpstreamTimeouts} from './upstream.ts'
 import {serveWellKnown, wellKnownDocument} from './well-known.ts'
@@ -43,6 +51,15 @@ export interface ProxyConfig {
   tokenExchange?: TokenExchanger
   forwardHeaders: InjectedHeader[]
   interceptor?: RequestInterceptor
+  /** Concurrent client connections; past it new ones get 503 (default 512). */
+  maxConnections?: number
+  /**
+   * Forward the client's own bearer token upstream when incoming OIDC is on and no outgoing
+   * credential is configured. Off by default: the MCP authorization spec forbids token passthrough.
+   */
+  forwardIncomingToken?: boolean
+  /** Idle time allowed between body chunks of a body read before forwarding (default 15 s). */
+  bodyIdleMs?: number
   /** Grace period for in-flight requests on close. */
   drainMs?: number
   timeouts?: UpstreamTimeouts
@@ -80,9 +97,12 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
         })
       : undefined)
   const outgoingAuth = Boolean(config.upstreamToken || config.tokenExchange)
-  // Fields the proxy replaces or owns toward the target.
-  const drop = new Set(['host'])
-  if (outgoingAuth) drop.add('authorization')
+  // Fields the proxy replaces or owns toward the target. `expect`: the proxy answers
+  // `100-continue` itself (node does, before the request handler runs); undici refuses to send it.
+  const drop = new Set(['host', 'expect'])
+  // The token the client presented was issued for this proxy, not for the target: forwarding it
+  // would let the target replay it (MCP authorization: no token passthrough).
+  if (outgoingAuth || (authOn && !config.forwardIncomingToken)) drop.add('authorization')
   for (const h of config.forwardHeaders) drop.add(h.name)
   const exchangeHeader = config.tokenExchange?.config.headerName?.toLowerCase()
   if (exchangeHeader) drop.add(exchangeHeader)
@@ -112,6 +132,12 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = logPath(req.url)
+    const badTarget = refusedRequestTarget(req.url)
+    if (badTarget) {
+      log.info('request refused', {reason: badTarget, path})
+      answer(res, 400, JSON.stringify({error: badTarget}))
+      return
+    }
     if (wellKnown && serveWellKnown(wellKnown, path, req.method ?? 'GET', res)) return
 
     // 1.–3. Body limit (declared), Origin, incoming authentication.
@@ -119,7 +145,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     if (admission instanceof Promise) admission = await admission
     if (!admission.ok) return
 
-    let body = takeRequestBody(req, res, limit, mustSee)
+    let body = takeRequestBody(req, res, limit, mustSee, config.bodyIdleMs)
     if (body instanceof Promise) body = await body
     if (body === REFUSED) return
 
@@ -171,17 +197,15 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     await forward(req, res, {headers, outgoing, body, state, rewrite, retry: true})
   }
 
-  const server = createServer({requestTimeout: 0, keepAliveTimeout: 65_000}, (req, res) => {
+  const server = createServer(SERVER_LIMITS, (req, res) => {
+    if (overLimit(req.socket)) return
     handle(req, res).catch((err) => {
       log.error('request failed', {path: logPath(req.url), reason: (err as Error).message})
       answer(res, 500, '{"error":"internal server error"}')
     })
   })
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable)
-      socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
-    else socket.destroy()
-  })
+  const overLimit = limitConnections(server, config.maxConnections ?? DEFAULT_MAX_CONNECTIONS, log)
+  answerClientErrors(server, authOn ? clientErrorChallenge(config) : undefined)
 
   let info: AddressInfo
   try {
@@ -189,6 +213,12 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
   } catch (err) {
     await upstream.close()
     throw err
+  }
+  if (!authOn && !isLoopbackHost(config.host)) {
+    log.warn(
+      "!!! listening on a non-loopback address WITHOUT incoming authentication: anyone who can reach this port can use the MCP server with the proxy's credentials. Add --oidc-issuer, bind 127.0.0.1, or pass --require-auth to make this an error !!!",
+      {host: config.host},
+    )
   }
   if (config.allowedOrigins === undefined) {
     if (isLoopbackHost(config.host)) {

@@ -2,13 +2,16 @@ import type {IncomingMessage, ServerResponse} from 'node:http'
 import type {Readable} from 'node:stream'
 import {isToolgateError} from '../errors.ts'
 import {readBody} from '../http/respond.ts'
-import {answerTooLarge} from './answer.ts'
+import {answer, answerTooLarge} from './answer.ts'
 import {byteLimiter, readDeclaredBody} from './body-limit.ts'
 
 /** Bodies up to this size are read before forwarding (see `takeRequestBody`). */
 const SMALL_BODY = 64 * 1024
 
-/** Returned when the body was refused and the client already has its 413. */
+/** A body read before forwarding may pause this long between chunks (default). */
+export const BODY_IDLE_MS = 15_000
+
+/** Returned when the body was refused and the client already has its 413 or 408. */
 export const REFUSED = Symbol('refused')
 
 /**
@@ -24,6 +27,7 @@ export function takeRequestBody(
   res: ServerResponse,
   limit: number,
   mustSee: boolean,
+  idleMs = BODY_IDLE_MS,
 ): Buffer | Readable | undefined | typeof REFUSED | Promise<Buffer | typeof REFUSED> {
   const declared = req.headers['content-length']
   const hasBody =
@@ -31,9 +35,24 @@ export function takeRequestBody(
   if (!hasBody) return undefined
   const small = declared !== undefined && Number(declared) <= SMALL_BODY
   if (!mustSee && !small) return req.pipe(byteLimiter(limit))
-  return (small ? readDeclaredBody(req, limit) : readBody(req, limit)).catch((err: unknown) => {
-    if (!isToolgateError(err, 'ERR_BODY_TOO_LARGE')) throw err
-    answerTooLarge(res, err.message)
-    return REFUSED
+  // A client that stops sending must not pin its buffer (and a connection) for ever: 408. The
+  // socket's inactivity timer is used only while the body is read, then switched off again, so a
+  // long response (SSE) is never cut by it.
+  let stalled = false
+  // On the request, not the socket: node then leaves the socket to this handler instead of
+  // destroying it before the 408 is written.
+  req.setTimeout(idleMs, () => {
+    stalled = true
+    res.setHeader('connection', 'close')
+    res.once('finish', () => req.destroy())
+    answer(res, 408, '{"error":"request body timeout"}')
   })
+  return (small ? readDeclaredBody(req, limit) : readBody(req, limit))
+    .catch((err: unknown): typeof REFUSED => {
+      if (stalled) return REFUSED
+      if (!isToolgateError(err, 'ERR_BODY_TOO_LARGE')) throw err
+      answerTooLarge(res, err.message)
+      return REFUSED
+    })
+    .finally(() => req.setTimeout(0))
 }

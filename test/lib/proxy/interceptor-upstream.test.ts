@@ -124,7 +124,7 @@ describe('proxy with an interceptor: what the target is asked for and what the c
   })
 
   /** The proxy as `toolgate proxy --oidc-issuer … --authz-config …` builds it (loopback issuer allowed). */
-  async function proxyTo(target: Target): Promise<string> {
+  async function proxyTo(target: Target, passthrough = false): Promise<string> {
     targets.push(target)
     const config = proxyConfigFromFlags(
       'interceptor-test',
@@ -134,6 +134,7 @@ describe('proxy with an interceptor: what the target is asked for and what the c
         'max-request-body-size': 0,
         'oidc-issuer': idp.issuer,
         'oidc-audience': idp.audience,
+        'remote-forward-incoming-token': passthrough,
       },
       {logger},
     )
@@ -193,9 +194,18 @@ describe('proxy with an interceptor: what the target is asked for and what the c
     assert.doesNotMatch(JSON.stringify(res.json), /secret-admin-tool/)
   })
 
-  it("sends the client's Authorization on the interceptor's own upstream call when no outgoing auth is configured", async () => {
-    const target = await startTarget({gzip: 'negotiated', bearer: () => token})
+  it("never sends the client's token upstream by default (no token passthrough), not even on the interceptor's own call", async () => {
+    const target = await startTarget({gzip: 'negotiated'})
     const url = await proxyTo(target)
+    const res = await post(url, rpc(10, 'tools/call', {name: 'echo', arguments: {}}))
+    assert.equal(res.status, 200, JSON.stringify(res.json))
+    assert.ok(target.seen.length >= 2)
+    for (const s of target.seen) assert.equal(s.authorization, undefined, s.method)
+  })
+
+  it("with --remote-forward-incoming-token, sends the client's Authorization on the interceptor's own upstream call too", async () => {
+    const target = await startTarget({gzip: 'negotiated', bearer: () => token})
+    const url = await proxyTo(target, true)
     const res = await post(url, rpc(9, 'tools/call', {name: 'echo', arguments: {}}))
     assert.equal(res.status, 200, JSON.stringify(res.json))
     assert.deepEqual(res.json.result, {content: [{type: 'text', text: 'called'}]})
