@@ -1,4 +1,10 @@
-import {createServer, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
+import {
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerOptions,
+  type ServerResponse,
+} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {createAuthenticator} from '../auth/index.ts'
 import type {BearerAuthenticator} from '../auth/types.ts'
@@ -58,6 +64,8 @@ export interface ProxyConfig {
    * credential is configured. Off by default: the MCP authorization spec forbids token passthrough.
    */
   forwardIncomingToken?: boolean
+  /** Overrides of the listening socket's limits (server-limits.ts); tests shorten them. */
+  serverLimits?: Partial<ServerOptions>
   /** Idle time allowed between body chunks of a body read before forwarding (default 15 s). */
   bodyIdleMs?: number
   /** Grace period for in-flight requests on close. */
@@ -197,7 +205,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     await forward(req, res, {headers, outgoing, body, state, rewrite, retry: true})
   }
 
-  const server = createServer(SERVER_LIMITS, (req, res) => {
+  const server = createServer({...SERVER_LIMITS, ...config.serverLimits}, (req, res) => {
     if (overLimit(req.socket)) return
     handle(req, res).catch((err) => {
       log.error('request failed', {path: logPath(req.url), reason: (err as Error).message})

@@ -307,6 +307,37 @@ describe('proxy hardening: a slow or hostile client cannot exhaust it', () => {
     assert.equal(last.headers.expect, undefined)
   })
 
+  it('never cuts a long SSE response, however short the request limits', async () => {
+    upstream.respond((req, res) => {
+      req.resume()
+      res.writeHead(200, {'content-type': 'text/event-stream'})
+      let n = 0
+      const tick = setInterval(() => {
+        res.write(`data: {"n":${n}}\n\n`)
+        if (++n === 12) {
+          clearInterval(tick)
+          res.end()
+        }
+      }, 250)
+    })
+    const p = await start({
+      serverLimits: {headersTimeout: 500, requestTimeout: 500, connectionsCheckingInterval: 100},
+      bodyIdleMs: 300,
+    })
+    const res = await fetch(p.url + '/mcp', {
+      method: 'POST',
+      headers: {'content-type': 'application/json', accept: 'text/event-stream'},
+      body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    })
+    const text = await res.text() // 3 s of events, six times the request limits
+    assert.equal(text.match(/^data: /gm)?.length, 12)
+    upstream.respond((req, res) => {
+      req.resume()
+      res.writeHead(200, {'content-type': 'application/json'})
+      res.end('{"ok":true}')
+    })
+  })
+
   it('refuses to start with --require-auth and no incoming authentication', () => {
     assert.throws(
       () =>
