@@ -13,6 +13,21 @@ export abstract class BaseCommand extends Command {
       description: 'Machine-readable output (JSON lines on stdout, JSON logs on stderr).',
       default: false,
     }),
+    'non-interactive': Flags.boolean({
+      description:
+        'Never wait for a person (no prompt, no browser login); implied by the CI environment variable.',
+      default: false,
+    }),
+  }
+
+  /**
+   * Whether a person can be asked something on this terminal: stdin is a TTY, and neither CI nor
+   * --non-interactive says nobody is there (docs/exit-codes.md: missing input is exit 2 instead).
+   */
+  protected canPrompt(flags: {'non-interactive'?: boolean}): boolean {
+    const ci = process.env.CI
+    const inCi = ci !== undefined && ci !== '' && ci !== 'false' && ci !== '0'
+    return process.stdin.isTTY === true && !inCi && flags['non-interactive'] !== true
   }
 
   protected makeLogger(flags: {debug: boolean; json: boolean}): Logger {

@@ -69,11 +69,6 @@ export const remoteAuthFlags = {
     description:
       'Private key (PEM or JWK) for private_key_jwt client authentication (RFC 7523) with --remote-auth-grant client_credentials.',
   }),
-  'non-interactive': Flags.boolean({
-    description:
-      'Never wait for a person: a login that needs one fails at once (implied by the CI environment variable).',
-    default: false,
-  }),
   'remote-auth-timeout': Flags.string({
     description: 'Time allowed for the browser login (e.g. 30s, 1m, 2m30s).',
     default: DEFAULT_TIMEOUT,

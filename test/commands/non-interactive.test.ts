@@ -128,6 +128,41 @@ describe('non-interactive guarantee: every command under CI with stdin closed', 
   })
   after(() => rm(dir, {recursive: true, force: true}))
 
+  it('on a real terminal too: CI or --non-interactive means no prompt (secret setup, secret set)', async () => {
+    // `script` (util-linux) gives the command a pseudo-terminal on stdin: the prompt would wait.
+    const pw = {TOOLGATE_SECRETS_PASSWORD: 'a-long-enough-password'}
+    const cases: Array<[string, NodeJS.ProcessEnv, RegExp]> = [
+      ['secret setup', {CI: '1'}, /TOOLGATE_SECRETS_PASSWORD/],
+      ['secret set x', {CI: '1', ...pw}, /pipe it on stdin/],
+      ['secret setup --non-interactive', {}, /TOOLGATE_SECRETS_PASSWORD/],
+      ['secret set x --non-interactive', pw, /pipe it on stdin/],
+    ]
+    for (const [cmd, env, says] of cases) {
+      const home = await mkdtemp(join(dir, 'tty-'))
+      const child = spawn(
+        'script',
+        ['-qec', `${process.execPath} bin/dev.js ${cmd}`, '/dev/null'],
+        {
+          stdio: ['pipe', 'pipe', 'pipe'],
+          env: {
+            PATH: process.env.PATH,
+            HOME: home,
+            DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent',
+            ...env,
+          },
+        },
+      )
+      let out = ''
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+      const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)))
+      clearTimeout(timer)
+      assert.equal(code, 2, `${cmd}: ${out}`)
+      // A prompt would have waited on the terminal (its stdin never ends) until the 10 s kill.
+      assert.match(out, says, `${cmd}: ${out}`)
+    }
+  })
+
   it('has a row for every command', () => {
     assert.deepEqual(
       Object.keys(COMMANDS).filter((id) => !ROWS[id]),

@@ -1,3 +1,4 @@
+import {ToolgateError} from '../../lib/errors.ts'
 import {BaseCommand} from '../base-command.ts'
 import {reservedNameFlag, secretNameArg} from './shared.ts'
 import {stripOneNewline} from '../../lib/secrets/input.ts'
@@ -19,6 +20,12 @@ export default class SecretSet extends BaseCommand {
     const store = await openSecretStore({logger: this.makeLogger(flags)})
     // Refuse a bad name or a read-only provider before asking for a value nobody can store.
     store.assertWritable(args.name, {system: flags.system})
+    if (process.stdin.isTTY && !this.canPrompt(flags)) {
+      throw new ToolgateError(
+        'ERR_INPUT_REQUIRED',
+        `no value to store and this run is non-interactive: pipe it on stdin (printf '%s' "$VALUE" | toolgate secret set ${args.name})`,
+      )
+    }
     const value = process.stdin.isTTY
       ? stripOneNewline(
           await promptHidden(`Value for ${args.name}: `, process.stdin, process.stderr),

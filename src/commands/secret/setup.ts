@@ -22,7 +22,7 @@ export default class SecretSetup extends BaseCommand {
     const {flags} = await this.parse(SecretSetup)
     const {promptNewPassword, setupSecrets} = await import('../../lib/secrets/index.ts')
     const logger = this.makeLogger(flags)
-    const tty = process.stdin.isTTY === true
+    const tty = this.canPrompt(flags)
     const result = await setupSecrets({
       provider: flags.provider as ProviderName,
       logger,
