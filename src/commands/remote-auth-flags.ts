@@ -32,6 +32,10 @@ export const remoteAuthFlags = {
   'remote-auth-client-secret-file': Flags.string({
     description: 'File holding the OAuth client secret.',
   }),
+  'remote-auth-client-secret-name': Flags.string({
+    description:
+      'Name of a secret in the secrets store (toolgate secret set) holding the OAuth client secret.',
+  }),
   'remote-auth-callback-port': Flags.integer({
     description: 'Port of the local OAuth callback server on 127.0.0.1.',
     default: DEFAULT_CALLBACK_PORT,

@@ -13,7 +13,7 @@ import {
   startProtectedResource,
   type ProtectedResource,
 } from '../helpers/oidc-login.ts'
-import {runCli, stop, waitFor, type Run} from '../helpers/proxy-run.ts'
+import {runCli, runProxy, stop, waitFor, type Run} from '../helpers/proxy-run.ts'
 
 const AUDIENCE = 'https://mcp.example.test/mcp'
 
@@ -78,6 +78,37 @@ describe('toolgate auth token', () => {
     assert.ok(exp > Date.now() && exp <= Date.now() + 3600_000 + 5000, String(out.expires_at))
     assert.equal(decodeJwt(String(out.access_token)).aud, AUDIENCE)
     assert.equal(await call(String(out.access_token)), 200)
+
+    // The same token, as a script would use it, through a toolgate proxy that validates it.
+    const proxy = runProxy(
+      [
+        'guarded',
+        '--target-uri',
+        upstream.url,
+        '--port',
+        '0',
+        '--oidc-issuer',
+        idp.issuer,
+        '--oidc-audience',
+        AUDIENCE,
+        '--remote-forward-incoming-token',
+      ],
+      home,
+    )
+    runs.push(proxy)
+    const base = await waitFor(
+      'the proxy',
+      () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(proxy.stdout())?.[1],
+      proxy,
+    )
+    const through = await fetch(`${base}/mcp`, {
+      headers: {authorization: `Bearer ${String(out.access_token)}`},
+    })
+    assert.equal(through.status, 200)
+    await through.body?.cancel()
+    const refused = await fetch(`${base}/mcp`, {headers: {authorization: 'Bearer not-a-token'}})
+    assert.equal(refused.status, 401)
+    await refused.body?.cancel()
   })
 
   it('reuses the saved browser login: the second call needs no person', async () => {

@@ -9,7 +9,7 @@ import {
   startProtectedResource,
   type ProtectedResource,
 } from '../helpers/oidc-login.ts'
-import {runProxy, stop, waitFor, type Run} from '../helpers/proxy-run.ts'
+import {runCli, runProxy, stop, waitFor, type Run} from '../helpers/proxy-run.ts'
 
 /**
  * `toolgate proxy --remote-auth` where no browser can open (issue: headless and CI use): the real
@@ -150,6 +150,36 @@ describe('toolgate proxy --remote-auth without a browser (device flow, client cr
     assert.match(bad.stderr(), /client credentials grant .*invalid_client/)
     assert.equal(bad.stderr().includes('not-the-secret-VALUE-123'), false)
     assert.equal(upstream.calls.length, before, 'nothing reached the server')
+
+    // The secret from the secrets store (encrypted file, password from the environment as in CI).
+    const storeHome = await mkdtemp(join(home, 'store-'))
+    const setSecret = runCli(['secret', 'set', 'ci-client'], storeHome, {}, idp.client.clientSecret)
+    assert.equal(await setSecret.exited, 0, setSecret.stderr())
+    const fromStore = runProxy(
+      [
+        'headless',
+        '--target-uri',
+        upstream.url,
+        '--port',
+        '0',
+        '--json',
+        ...common,
+        '--remote-auth-client-secret-name',
+        'ci-client',
+      ],
+      storeHome,
+      {CI: 'true'},
+    )
+    runs.push(fromStore)
+    await waitFor(
+      'the token',
+      () => events(fromStore).find((e) => e.event === 'logged_in'),
+      fromStore,
+    )
+    const viaStore = await fetch(`${listening(fromStore)}/mcp`)
+    assert.equal(viaStore.status, 200)
+    await viaStore.body?.cancel()
+    await stop(fromStore)
 
     // A secret typed on the command line would end up in CI logs and process listings.
     const plain = await start([...common, '--remote-auth-client-secret', 'x'])

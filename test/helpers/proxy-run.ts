@@ -18,11 +18,17 @@ export function runProxy(args: string[], home: string, env: NodeJS.ProcessEnv = 
 }
 
 /** Any toolgate command line (`['auth', 'token', …]`), set up like runProxy. */
-export function runCli(argv: string[], home: string, env: NodeJS.ProcessEnv = {}): Run {
+export function runCli(
+  argv: string[],
+  home: string,
+  env: NodeJS.ProcessEnv = {},
+  /** Written to stdin, then closed; without it stdin is /dev/null. */
+  input?: string,
+): Run {
   let out = ''
   let err = ''
   const child = spawn(process.execPath, ['bin/dev.js', ...argv], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     cwd: process.cwd(),
     env: {
       PATH: process.env.PATH,
@@ -35,6 +41,7 @@ export function runCli(argv: string[], home: string, env: NodeJS.ProcessEnv = {}
       ...env,
     },
   })
+  if (input !== undefined) child.stdin?.end(input)
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
   child.stderr?.on('data', (d: Buffer) => (err += d.toString()))
   const exited = new Promise<number | null>((resolve) =>

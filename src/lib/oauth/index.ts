@@ -134,6 +134,7 @@ export async function remoteAuthFromFlags(
   const options = await remoteAuthOptionsFromFlags(flags, targetUri, {
     env: deps.env ?? process.env,
     tty: deps.isTTY || process.stdin.isTTY === true,
+    readSecret: async (name) => (await deps.openStore()).require(name),
   })
   if (!options) return undefined
   const progress = createProgressRenderer({write: deps.write, json: deps.json, isTTY: deps.isTTY})

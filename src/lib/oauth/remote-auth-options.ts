@@ -12,6 +12,7 @@ export interface RemoteAuthFlags {
   'remote-auth-client-id'?: string
   'remote-auth-client-secret'?: string
   'remote-auth-client-secret-file'?: string
+  'remote-auth-client-secret-name'?: string
   'remote-auth-callback-port'?: number
   'remote-auth-scopes'?: string[] | string
   'remote-auth-scope-param-name'?: string
@@ -124,6 +125,8 @@ export interface SecretSources {
   env?: NodeJS.ProcessEnv
   /** Whether a terminal is attached (stdin or stderr), for the `auto` login flow. */
   tty?: boolean
+  /** Reads a secret from the secrets store (`--remote-auth-client-secret-name`). */
+  readSecret?: (name: string) => Promise<string>
 }
 
 /**
@@ -179,6 +182,12 @@ export async function remoteAuthOptionsFromFlags(
     const path = flags['remote-auth-client-secret-file'] as string
     clientSecret = readSecretFile(path, {what: '--remote-auth-client-secret-file'})
     secretFrom = '--remote-auth-client-secret-file'
+  } else if (set('remote-auth-client-secret-name')) {
+    const name = flags['remote-auth-client-secret-name'] as string
+    if (!sources.readSecret)
+      throw usage('--remote-auth-client-secret-name: no secrets store is available here')
+    clientSecret = (await sources.readSecret(name)).trim()
+    secretFrom = '--remote-auth-client-secret-name'
   } else if (clientId && env[CLIENT_SECRET_ENV]) {
     // The env variable is only used with a client id: set globally, it must not break DCR.
     clientSecret = env[CLIENT_SECRET_ENV]?.trim() || undefined
@@ -206,7 +215,7 @@ export async function remoteAuthOptionsFromFlags(
       )
     if (set('remote-auth-client-secret'))
       throw usage(
-        '--remote-auth-grant client_credentials: pass the secret with --remote-auth-client-secret-file or env TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET, not on the command line (CI logs and process listings show it)',
+        '--remote-auth-grant client_credentials: pass the secret with --remote-auth-client-secret-file, --remote-auth-client-secret-name (secrets store) or env TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET, not on the command line (CI logs and process listings show it)',
       )
     if (keyFile && clientSecret !== undefined)
       throw usage(
@@ -214,7 +223,7 @@ export async function remoteAuthOptionsFromFlags(
       )
     if (!keyFile && clientSecret === undefined)
       throw usage(
-        '--remote-auth-grant client_credentials needs a client secret (--remote-auth-client-secret-file or env TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET) or --remote-auth-client-key-file',
+        '--remote-auth-grant client_credentials needs a client secret (--remote-auth-client-secret-file, --remote-auth-client-secret-name or env TOOLGATE_REMOTE_OAUTH_CLIENT_SECRET) or --remote-auth-client-key-file',
       )
     for (const f of [
       'remote-auth-flow',

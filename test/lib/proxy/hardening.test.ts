@@ -307,6 +307,13 @@ describe('proxy hardening: a slow or hostile client cannot exhaust it', () => {
     assert.equal(last.headers.expect, undefined)
   })
 
+  it('answers 408 (JSON) to a request head that does not arrive in time (slowloris)', async () => {
+    const p = await start({serverLimits: {headersTimeout: 400, connectionsCheckingInterval: 100}})
+    const out = await raw(p.url, 'GET /mcp HTTP/1.1\r\nhost: x\r\nx-slow: a', 5000)
+    assert.match(out, /^HTTP\/1\.1 408/)
+    assert.match(out, /\{"error":"request timeout"\}/)
+  })
+
   it('never cuts a long SSE response, however short the request limits', async () => {
     upstream.respond((req, res) => {
       req.resume()
