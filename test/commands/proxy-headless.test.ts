@@ -34,10 +34,10 @@ describe('toolgate proxy --remote-auth without a browser (device flow, client cr
   let upstream: ProtectedResource
   let home: string
   const runs: Run[] = []
-  const start = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
+  const start = async (args: string[], env: NodeJS.ProcessEnv = {}, runHome?: string) => {
     const run = runProxy(
       ['headless', '--target-uri', upstream.url, '--port', '0', '--json', ...args],
-      await mkdtemp(join(home, 'run-')),
+      runHome ?? (await mkdtemp(join(home, 'run-'))),
       env,
     )
     runs.push(run)
@@ -61,8 +61,9 @@ describe('toolgate proxy --remote-auth without a browser (device flow, client cr
     await rm(home, {recursive: true, force: true})
   })
 
-  it('logs in with the device flow: code on stderr as a JSON event, approved elsewhere, then forwards', async () => {
-    const run = await start([
+  it('logs in with the device flow: code on stderr as a JSON event, approved elsewhere, then forwards; a restart restores it', async () => {
+    const deviceHome = await mkdtemp(join(home, 'device-'))
+    const args = [
       '--remote-auth',
       '--remote-auth-issuer',
       idp.issuer,
@@ -70,7 +71,8 @@ describe('toolgate proxy --remote-auth without a browser (device flow, client cr
       'device',
       '--remote-auth-resource',
       AUDIENCE,
-    ])
+    ]
+    const run = await start(args, {}, deviceHome)
     const code = await waitFor(
       'the device code event',
       () => events(run).find((e) => e.event === 'device_code'),
@@ -94,6 +96,18 @@ describe('toolgate proxy --remote-auth without a browser (device flow, client cr
     await res.body?.cancel()
     assert.deepEqual(upstream.calls.at(-1), {ok: true})
     await stop(run)
+
+    // Saved and refreshed like a browser login: the next start needs nobody, even under CI.
+    const again = await start(args, {CI: 'true'}, deviceHome)
+    await waitFor('the restore', () => events(again).find((e) => e.event === 'restored'), again)
+    assert.equal(
+      events(again).some((e) => e.event === 'device_code'),
+      false,
+    )
+    const res2 = await fetch(`${listening(again)}/mcp`)
+    assert.equal(res2.status, 200)
+    await res2.body?.cancel()
+    await stop(again)
   })
 
   it('under CI, an automatic login fails at once (exit 2) naming the ways that need no person', async () => {
