@@ -44,6 +44,8 @@ import {serveWellKnown, wellKnownDocument} from './well-known.ts'
 export interface ProxyConfig {
   name: string
   targetUri: URL
+  /** Reach the target through this unix socket / named pipe (`run`'s private bridge endpoint). */
+  targetSocketPath?: string
   host: string
   /** 0 = a free port. */
   port: number
@@ -94,7 +96,11 @@ export interface RunningProxy {
 export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<RunningProxy> {
   const log = deps.logger.child({proxy: config.name})
   const limit = effectiveBodyLimit(config.maxRequestBodySize)
-  const upstream = createUpstream(config.targetUri, config.timeouts ?? DEFAULT_TIMEOUTS)
+  const upstream = createUpstream(
+    config.targetUri,
+    config.timeouts ?? DEFAULT_TIMEOUTS,
+    config.targetSocketPath,
+  )
   const authOn = incomingAuthEnabled(config.oidc)
   const authenticator =
     deps.authenticator ??

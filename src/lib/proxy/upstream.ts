@@ -26,6 +26,12 @@ export interface Upstream {
 export function createUpstream(
   target: URL,
   timeouts: UpstreamTimeouts = DEFAULT_TIMEOUTS,
+  /**
+   * Connect here instead of the target's host and port: a unix socket (or Windows named pipe) of a
+   * process this tool started, so its private endpoint is reachable only through the pipeline.
+   * `target` still gives the origin (Host) and the base path.
+   */
+  socketPath?: string,
 ): Upstream {
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
     throw new ToolgateError(
@@ -34,7 +40,7 @@ export function createUpstream(
     )
   }
   const dispatcher = new Agent({
-    connect: {timeout: timeouts.connectMs},
+    connect: {timeout: timeouts.connectMs, ...(socketPath ? {socketPath} : {})},
     headersTimeout: timeouts.headersMs,
     bodyTimeout: timeouts.bodyMs,
     keepAliveTimeout: 30_000,
@@ -63,6 +69,7 @@ export function isConnectFailure(err: unknown): boolean {
     code === 'ECONNREFUSED' ||
     code === 'ECONNRESET' ||
     code === 'ENOTFOUND' ||
+    code === 'ENOENT' || // a unix-socket target that is not there (yet)
     code === 'EHOSTUNREACH' ||
     code === 'UND_ERR_CONNECT_TIMEOUT' ||
     code === 'UND_ERR_SOCKET'
