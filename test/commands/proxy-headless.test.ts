@@ -132,6 +132,18 @@ describe('toolgate proxy --remote-auth without a browser (device flow, client cr
     assert.equal(await flagged.exited, 2)
   })
 
+  it('refuses token passthrough together with --remote-auth (its token replaces the client one)', async () => {
+    const run = await start([
+      '--remote-auth',
+      '--remote-auth-issuer',
+      idp.issuer,
+      '--remote-auth-skip-browser',
+      '--remote-forward-incoming-token',
+    ])
+    assert.equal(await run.exited, 2)
+    assert.match(run.stderr(), /--remote-forward-incoming-token: --remote-auth already supplies/)
+  })
+
   it('uses client credentials from a secret file, and a wrong secret stops it with nothing forwarded', async () => {
     const secretFile = join(home, 'client-secret')
     await writeFile(secretFile, idp.client.clientSecret + '\n', {mode: 0o600})

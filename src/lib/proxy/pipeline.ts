@@ -83,7 +83,16 @@ export async function preparePipeline(
     isTTY: deps.isTTY,
     ...(deps.env ? {env: deps.env} : {}),
   })
-  if (remoteAuth) config.upstreamToken = remoteAuth.source
+  if (remoteAuth) {
+    if (config.forwardIncomingToken) {
+      await remoteAuth.source.close()
+      throw new ToolgateError(
+        'ERR_USAGE',
+        '--remote-forward-incoming-token: --remote-auth already supplies the outgoing token that replaces the client one',
+      )
+    }
+    config.upstreamToken = remoteAuth.source
+  }
   return remoteAuth ? {config, remoteAuth} : {config}
 }
 
