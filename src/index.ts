@@ -2,7 +2,12 @@
 // Keys are command ids. Topic commands use `:` in the id (`secret:set`); users type them with a
 // space (`toolgate secret set`) because package.json sets oclif's topicSeparator to ' '.
 import AuthToken from './commands/auth/token.ts'
+import List from './commands/list.ts'
+import Logs from './commands/logs.ts'
 import Proxy from './commands/proxy.ts'
+import Rm from './commands/rm.ts'
+import Run from './commands/run.ts'
+import Stop from './commands/stop.ts'
 import Serve from './commands/serve.ts'
 import SecretDelete from './commands/secret/delete.ts'
 import SecretGet from './commands/secret/get.ts'
@@ -12,7 +17,12 @@ import SecretSetup from './commands/secret/setup.ts'
 
 export const COMMANDS = {
   'auth:token': AuthToken,
+  list: List,
+  logs: Logs,
   proxy: Proxy,
+  rm: Rm,
+  run: Run,
+  stop: Stop,
   serve: Serve,
   'secret:delete': SecretDelete,
   'secret:get': SecretGet,

@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   ERR_BAD_PARAMETER: {status: 400, exit: 2},
   ERR_REGISTRY_NOT_FOUND: {status: 404, exit: 1},
   ERR_NOT_FOUND: {status: 404, exit: 1},
+  // a workload with that name is alive, or one that is running cannot be removed
+  ERR_CONFLICT: {status: 409, exit: 1},
   ERR_SOURCE_LOAD: {status: 502, exit: 78},
   ERR_STORAGE: {status: 500, exit: 70},
   // authentication and authorization

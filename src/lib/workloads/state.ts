@@ -1,3 +1,4 @@
+import {readFileSync} from 'node:fs'
 import {readdir, readFile, unlink} from 'node:fs/promises'
 import {join} from 'node:path'
 import {xdgDirs} from '../config/xdg.ts'
@@ -29,6 +30,8 @@ export interface WorkloadState {
   incomingAuth: boolean
   /** The background toolgate process that runs the proxy and supervises the server. */
   supervisorPid?: number
+  /** When the supervisor started (Linux: /proc start time), so a reused PID is not mistaken for it. */
+  supervisorStart?: string
   /** The MCP server process, for local workloads. */
   serverPid?: number
   exitCode?: number | null
@@ -129,15 +132,53 @@ export async function removeWorkload(
   })
 }
 
-/** Whether a process with this PID exists (EPERM: it exists but belongs to someone else). */
+/**
+ * Whether a process with this PID exists (EPERM: it exists but belongs to someone else). A zombie
+ * (exited, not yet reaped by its new parent) counts as gone.
+ */
 export function pidAlive(pid: number | undefined): boolean {
   if (!pid || !Number.isInteger(pid) || pid <= 0) return false
   try {
     process.kill(pid, 0)
-    return true
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false
   }
+  return procStatField(pid, 0) !== 'Z'
+}
+
+/** A field of /proc/<pid>/stat counted after the command name (0 = state); undefined without /proc. */
+function procStatField(pid: number, index: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // The command name (field 2) is in parentheses and may contain spaces: count after it.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[index]
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The start time of a process as the kernel records it (Linux `/proc/<pid>/stat` field 22, in
+ * clock ticks since boot); undefined where there is no /proc. Together with the PID it names one
+ * process: a PID reused by an unrelated process has another start time.
+ */
+export function processStartTime(pid: number): string | undefined {
+  return procStatField(pid, 19)
+}
+
+/** Whether the workload's supervisor process is alive — that very process, not a PID reuse. */
+export function supervisorAlive(state: WorkloadState): boolean {
+  if (!pidAlive(state.supervisorPid)) return false
+  if (state.supervisorStart === undefined) return true
+  const now = processStartTime(state.supervisorPid!)
+  return now === undefined || now === state.supervisorStart
+}
+
+/** What a workload's status really is: a recorded "running" whose process is gone is "lost". */
+export function effectiveStatus(state: WorkloadState): WorkloadStatus | 'lost' {
+  if ((state.status === 'running' || state.status === 'starting') && !supervisorAlive(state))
+    return 'lost'
+  return state.status
 }
 
 /**
@@ -156,7 +197,7 @@ export async function findRunningWorkload(
       `workload "${name}" does not exist (see 'toolgate list --all')`,
     )
   }
-  if (state.status !== 'running' || !pidAlive(state.supervisorPid)) {
+  if (state.status !== 'running' || !supervisorAlive(state)) {
     const why =
       state.status === 'exited' ? `exited (code ${state.exitCode ?? 'unknown'})` : state.status
     throw new ToolgateError(

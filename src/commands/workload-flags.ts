@@ -1,0 +1,72 @@
+import {Flags} from '@oclif/core'
+
+/** The flags of `toolgate run` that are not pipeline flags (contract §5); see src/lib/workloads. */
+export const workloadFlags = {
+  transport: Flags.string({
+    description: 'How the server speaks MCP: stdio (bridged to HTTP) or it listens itself.',
+    options: ['stdio', 'streamable-http', 'sse'],
+    helpGroup: 'SERVER',
+  }),
+  'target-port': Flags.integer({
+    description:
+      'Port the server listens on (--transport streamable-http|sse); set as PORT and MCP_PORT.',
+    min: 1,
+    max: 65535,
+    helpGroup: 'SERVER',
+  }),
+  url: Flags.string({
+    description: 'Front a remote MCP server instead of starting one (https://…).',
+    helpGroup: 'SERVER',
+  }),
+  env: Flags.string({
+    char: 'e',
+    description: 'KEY=VALUE for the server environment (repeatable).',
+    multiple: true,
+    multipleNonGreedy: true,
+    default: [],
+    helpGroup: 'SERVER',
+  }),
+  'env-file': Flags.string({
+    description: 'File of KEY=VALUE lines for the server.',
+    helpGroup: 'SERVER',
+  }),
+  secret: Flags.string({
+    description: '<secret-name>,target=<ENV>: a value from the secrets store (repeatable).',
+    multiple: true,
+    multipleNonGreedy: true,
+    default: [],
+    helpGroup: 'SERVER',
+  }),
+  'request-timeout': Flags.string({
+    description: 'A stdio request unanswered this long gets a JSON-RPC error.',
+    default: '60s',
+    helpGroup: 'SERVER',
+  }),
+  'startup-timeout': Flags.string({
+    description: 'How long the server may take to start (listen, or the detached run to be ready).',
+    default: '60s',
+    helpGroup: 'SERVER',
+  }),
+  'stop-timeout': Flags.string({
+    description: 'After SIGTERM, how long the server may take before SIGKILL.',
+    default: '10s',
+    helpGroup: 'SERVER',
+  }),
+  restart: Flags.string({
+    description:
+      'no, or on-failure[:N] (restart after a non-zero exit, at most N times, default 5).',
+    default: 'no',
+    helpGroup: 'SERVER',
+  }),
+  'proxy-port': Flags.integer({
+    description: 'Port of the proxy front (default: a free port).',
+    min: 0,
+    max: 65535,
+    helpGroup: 'LISTEN',
+  }),
+  foreground: Flags.boolean({
+    description: 'Stay attached; stop the workload on SIGINT/SIGTERM.',
+    default: false,
+  }),
+  'workload-child': Flags.boolean({hidden: true, default: false}),
+}

@@ -1,0 +1,133 @@
+import {mkdtemp, rm} from 'node:fs/promises'
+import {createServer, type Server} from 'node:http'
+import {randomUUID} from 'node:crypto'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import type {Readable, Writable} from 'node:stream'
+import type {Logger} from '../log/logger.ts'
+import {closeGracefully} from '../http/listen.ts'
+import {isRecord} from '../mcp/json-rpc.ts'
+import {SERVER_LIMITS} from '../proxy/server-limits.ts'
+import {answerJson} from './http-common.ts'
+import {LegacySseEndpoint} from './legacy-sse.ts'
+import {readLines} from './line-reader.ts'
+import {errorMessage, Multiplexer, type Message} from './multiplexer.ts'
+import {StreamableHttpEndpoint} from './streamable-http.ts'
+
+/**
+ * The stdio ↔ HTTP bridge of `toolgate run` (issue 11). It listens on a private endpoint — a unix
+ * socket in a fresh 0700 directory, or a random named pipe on Windows — that only the workload's
+ * own proxy pipeline reaches (ProxyConfig.targetSocketPath), so origin checks, incoming auth, Cedar
+ * and every limit stay in the one public front.
+ */
+
+export interface BridgeOptions {
+  logger: Logger
+  requestTimeoutMs: number
+  maxBodyBytes: number
+  maxSessions?: number
+  /** Longest stdout line accepted from the server. */
+  maxLineBytes?: number
+  /** Where stdout lines that are not JSON-RPC go (the server's log); they are never forwarded. */
+  onNoise: (line: string) => void
+}
+
+export interface StdioPeer {
+  stdin: Writable
+  stdout: Readable
+}
+
+export interface Bridge {
+  socketPath: string
+  /** Connects a (re)started server process. */
+  attach(peer: StdioPeer): void
+  /** The server process ended: clients get errors, sessions end, new requests get 503. */
+  detach(reason: string): void
+  close(): Promise<void>
+}
+
+export async function startBridge(options: BridgeOptions): Promise<Bridge> {
+  const {logger} = options
+  let stdin: Writable | undefined
+  const mux = new Multiplexer({
+    logger,
+    requestTimeoutMs: options.requestTimeoutMs,
+    send: (message: Message) => {
+      if (stdin?.writable) stdin.write(JSON.stringify(message) + '\n')
+    },
+  })
+  const limits = {maxBodyBytes: options.maxBodyBytes, maxSessions: options.maxSessions ?? 1024}
+  const streamable = new StreamableHttpEndpoint(mux, limits)
+  const legacy = new LegacySseEndpoint(mux, limits)
+
+  const server: Server = createServer(SERVER_LIMITS, (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://bridge')
+    if (!stdin) {
+      res.setHeader('retry-after', '2')
+      return answerJson(res, 503, errorMessage(null, -32002, 'the MCP server is not running'))
+    }
+    const done = (err: unknown) => {
+      logger.warn('bridge request failed', {error: (err as Error).message})
+      answerJson(res, 500, errorMessage(null, -32603, 'Internal error'))
+    }
+    if (url.pathname === '/mcp') streamable.handle(req, res).catch(done)
+    else if (url.pathname === '/sse') legacy.open(req, res)
+    else if (url.pathname === '/messages') legacy.message(req, res, url).catch(done)
+    else answerJson(res, 404, errorMessage(null, -32601, 'Not found'))
+  })
+
+  const {dir, socketPath} = await privateSocketPath()
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(socketPath, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+
+  return {
+    socketPath,
+    attach(peer) {
+      stdin = peer.stdin
+      peer.stdin.on('error', (err) => logger.debug('server stdin closed', {error: err.message}))
+      readLines(
+        peer.stdout,
+        (line) => {
+          let value: unknown
+          try {
+            value = JSON.parse(line)
+          } catch {
+            return options.onNoise(line)
+          }
+          const messages = Array.isArray(value) ? value : [value]
+          for (const m of messages) {
+            if (isRecord(m) && m.jsonrpc === '2.0') mux.fromServer(m)
+            else options.onNoise(line)
+          }
+        },
+        {
+          maxLineBytes: options.maxLineBytes ?? 64 * 1024 * 1024,
+          onOversize: (bytes) => logger.warn('dropped an oversized line from the server', {bytes}),
+        },
+      )
+    },
+    detach(reason) {
+      stdin = undefined
+      mux.serverGone(reason)
+    },
+    async close() {
+      streamable.closeAll()
+      legacy.closeAll()
+      await closeGracefully(server, 2_000)
+      if (dir) await rm(dir, {recursive: true, force: true})
+    },
+  }
+}
+
+async function privateSocketPath(): Promise<{dir?: string; socketPath: string}> {
+  if (process.platform === 'win32') return {socketPath: `\\\\.\\pipe\\toolgate-${randomUUID()}`}
+  // mkdtemp creates the directory 0700: nobody else can connect to the socket inside it. A short
+  // base (tmpdir) keeps the path under the 104/108-byte limit of sun_path.
+  const dir = await mkdtemp(join(tmpdir(), 'toolgate-'))
+  return {dir, socketPath: join(dir, 'bridge.sock')}
+}

@@ -1,0 +1,378 @@
+import type {Logger} from '../log/logger.ts'
+import {isRecord, type JsonRpcId} from '../mcp/json-rpc.ts'
+
+/**
+ * Shares one stdio MCP server between many HTTP client sessions (issue 11).
+ *
+ * A stdio server speaks to exactly one peer, so every client request gets a fresh numeric id (and
+ * progress token) before it reaches the server, and the client's own id is restored on the way
+ * back: two clients that both send id 1 never see each other's answers. The first `initialize`
+ * reaches the server; later ones are answered with its cached result. Server→client requests
+ * (sampling, elicitation, roots/list) go to the session that caused them — the one with the most
+ * recently started request still in flight — or to the only/most recently active session, and
+ * only that session may answer them.
+ */
+
+export type Message = Record<string, unknown>
+
+export interface ClientSink {
+  /** Delivers a message; `related` is the client's own request id it belongs to (its stream). */
+  deliver(message: Message, related: JsonRpcId | undefined): void
+  /** The session ended on the bridge side (server exited, shutdown). */
+  end(reason: string): void
+}
+
+export interface MultiplexerOptions {
+  /** Writes one message to the server's stdin. */
+  send: (message: Message) => void
+  requestTimeoutMs: number
+  logger: Logger
+  /** Bound on requests in flight over all sessions (each holds a timer and a map entry). */
+  maxPending?: number
+}
+
+interface Session {
+  id: string
+  sink: ClientSink
+  pending: Set<number>
+  /** Server→client requests this session must answer (server ids, as the server sent them). */
+  owes: Set<JsonRpcId>
+  subscriptions: Set<string>
+  lastActive: number
+}
+
+interface PendingRequest {
+  session: Session
+  clientId: JsonRpcId
+  method: string
+  startedAt: number
+  timer: NodeJS.Timeout
+  /** The client's progress token, restored on `notifications/progress`. */
+  progressToken?: unknown
+  /** For resources/(un)subscribe: the URI, recorded when the server accepts. */
+  uri?: string
+}
+
+// JSON-RPC implementation-defined server errors (§5.1: -32000 to -32099).
+export const REQUEST_TIMEOUT = -32001
+export const SERVER_UNAVAILABLE = -32002
+export const TOO_MANY_REQUESTS = -32003
+
+export class Multiplexer {
+  private readonly sessions = new Map<string, Session>()
+  private readonly pending = new Map<number, PendingRequest>()
+  /** Server→client requests in flight: server id → the session that must answer. */
+  private readonly serverRequests = new Map<JsonRpcId, Session>()
+  private nextId = 1
+  private init: {result?: unknown; inFlight?: number; waiters: Array<[Session, JsonRpcId]>} = {
+    waiters: [],
+  }
+  private initializedSent = false
+  private readonly maxPending: number
+
+  private readonly options: MultiplexerOptions
+
+  constructor(options: MultiplexerOptions) {
+    this.options = options
+
+    this.maxPending = options.maxPending ?? 10_000
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size
+  }
+
+  hasSession(id: string): boolean {
+    return this.sessions.has(id)
+  }
+
+  open(id: string, sink: ClientSink): void {
+    this.sessions.set(id, {
+      id,
+      sink,
+      pending: new Set(),
+      owes: new Set(),
+      subscriptions: new Set(),
+      lastActive: Date.now(),
+    })
+  }
+
+  /** A client went away: its requests are cancelled on the server, its debts answered. */
+  close(id: string, reason = 'client disconnected'): void {
+    const session = this.sessions.get(id)
+    if (!session) return
+    this.sessions.delete(id)
+    for (const globalId of session.pending) this.cancelOnServer(globalId, reason)
+    for (const serverId of session.owes) {
+      this.serverRequests.delete(serverId)
+      this.options.send(errorMessage(serverId, SERVER_UNAVAILABLE, `client ${reason}`))
+    }
+  }
+
+  /** The client stopped waiting for one of its requests (its answer stream closed). */
+  abandon(id: string, clientId: JsonRpcId, reason = 'client disconnected'): void {
+    const session = this.sessions.get(id)
+    if (!session) return
+    for (const globalId of session.pending) {
+      if (this.pending.get(globalId)?.clientId === clientId) this.cancelOnServer(globalId, reason)
+    }
+  }
+
+  /** One JSON-RPC message from a client session (already checked to be a JSON-RPC object). */
+  fromClient(sessionId: string, message: Message): void {
+    const session = this.sessions.get(sessionId)
+    if (!session) return
+    session.lastActive = Date.now()
+    const method = message.method
+    if (typeof method !== 'string') return this.answerFromClient(session, message)
+    if (!('id' in message)) return this.notificationFromClient(session, message)
+    const clientId = message.id as JsonRpcId
+    if (method === 'initialize') return this.initialize(session, message, clientId)
+    this.forwardRequest(session, message, clientId, method)
+  }
+
+  /** One message from the server's stdout. */
+  fromServer(message: Message): void {
+    const method = message.method
+    if (typeof method !== 'string') return this.responseFromServer(message)
+    if ('id' in message) return this.requestFromServer(message)
+    this.notificationFromServer(method, message)
+  }
+
+  /**
+   * The server process is gone (exit, restart): every waiting request gets an error, every session
+   * ends (clients re-initialize against the next process), the initialize cache is cleared.
+   */
+  serverGone(reason: string): void {
+    for (const [globalId, req] of this.pending) {
+      clearTimeout(req.timer)
+      req.session.sink.deliver(errorMessage(req.clientId, SERVER_UNAVAILABLE, reason), req.clientId)
+      this.pending.delete(globalId)
+    }
+    for (const session of this.sessions.values()) session.sink.end(reason)
+    this.sessions.clear()
+    this.serverRequests.clear()
+    this.init = {waiters: []}
+    this.initializedSent = false
+  }
+
+  private initialize(session: Session, message: Message, clientId: JsonRpcId): void {
+    if (this.init.result !== undefined) {
+      session.sink.deliver({jsonrpc: '2.0', id: clientId, result: this.init.result}, clientId)
+      return
+    }
+    if (this.init.inFlight !== undefined) {
+      this.init.waiters.push([session, clientId])
+      return
+    }
+    const globalId = this.forwardRequest(session, message, clientId, 'initialize')
+    if (globalId !== undefined) this.init.inFlight = globalId
+  }
+
+  private forwardRequest(
+    session: Session,
+    message: Message,
+    clientId: JsonRpcId,
+    method: string,
+  ): number | undefined {
+    if (this.pending.size >= this.maxPending) {
+      session.sink.deliver(
+        errorMessage(clientId, TOO_MANY_REQUESTS, 'too many requests in flight; retry later'),
+        clientId,
+      )
+      return undefined
+    }
+    const globalId = this.nextId++
+    const req: PendingRequest = {
+      session,
+      clientId,
+      method,
+      startedAt: Date.now(),
+      timer: setTimeout(() => this.timeOut(globalId), this.options.requestTimeoutMs),
+    }
+    req.timer.unref()
+    const params = message.params
+    if (isRecord(params)) {
+      const meta = params._meta
+      if (isRecord(meta) && meta.progressToken !== undefined) {
+        req.progressToken = meta.progressToken
+        message = {...message, params: {...params, _meta: {...meta, progressToken: globalId}}}
+      }
+      if (
+        (method === 'resources/subscribe' || method === 'resources/unsubscribe') &&
+        typeof params.uri === 'string'
+      )
+        req.uri = params.uri
+    }
+    this.pending.set(globalId, req)
+    session.pending.add(globalId)
+    this.options.send({...message, id: globalId})
+    return globalId
+  }
+
+  private timeOut(globalId: number): void {
+    const req = this.pending.get(globalId)
+    if (!req) return
+    const seconds = this.options.requestTimeoutMs / 1000
+    this.options.logger.warn('request timed out', {method: req.method, seconds})
+    this.cancelOnServer(globalId, 'request timed out')
+    req.session.sink.deliver(
+      errorMessage(req.clientId, REQUEST_TIMEOUT, `Request timed out after ${seconds} s`),
+      req.clientId,
+    )
+  }
+
+  /** Forgets a client request and tells the server to stop working on it. */
+  private cancelOnServer(globalId: number, reason: string): void {
+    const req = this.pending.get(globalId)
+    if (!req) return
+    this.settle(globalId, req)
+    this.options.send({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: {requestId: globalId, reason},
+    })
+  }
+
+  private settle(globalId: number, req: PendingRequest): void {
+    clearTimeout(req.timer)
+    this.pending.delete(globalId)
+    req.session.pending.delete(globalId)
+    if (this.init.inFlight === globalId) this.init.inFlight = undefined
+  }
+
+  private notificationFromClient(session: Session, message: Message): void {
+    const method = message.method
+    if (method === 'notifications/initialized') {
+      // The server was initialized once; it must see this notification once.
+      if (this.initializedSent) return
+      this.initializedSent = true
+    } else if (method === 'notifications/cancelled') {
+      return this.cancelFromClient(session, message)
+    }
+    this.options.send(message)
+  }
+
+  /** A client cancels one of its own requests (never another session's: ids are per session). */
+  private cancelFromClient(session: Session, message: Message): void {
+    const params = isRecord(message.params) ? message.params : {}
+    for (const globalId of session.pending) {
+      if (this.pending.get(globalId)?.clientId === params.requestId) {
+        const reason = typeof params.reason === 'string' ? params.reason : 'cancelled by client'
+        this.cancelOnServer(globalId, reason)
+        return
+      }
+    }
+  }
+
+  private answerFromClient(session: Session, message: Message): void {
+    const serverId = message.id as JsonRpcId
+    // Only the session the request went to may answer it: another client cannot slip a sampling
+    // result into someone else's conversation.
+    if (this.serverRequests.get(serverId) !== session) {
+      this.options.logger.warn('dropped an answer to a request this session was not asked', {
+        session: session.id,
+      })
+      return
+    }
+    this.serverRequests.delete(serverId)
+    session.owes.delete(serverId)
+    this.options.send(message)
+  }
+
+  private responseFromServer(message: Message): void {
+    const globalId = message.id
+    const req = typeof globalId === 'number' ? this.pending.get(globalId) : undefined
+    if (!req) return // answered after a timeout or a cancellation: nobody waits for it any more
+    this.settle(globalId as number, req)
+    if (req.method === 'initialize') return this.initialized(req, message)
+    if (req.uri !== undefined && 'result' in message) {
+      if (req.method === 'resources/subscribe') req.session.subscriptions.add(req.uri)
+      else req.session.subscriptions.delete(req.uri)
+    }
+    req.session.sink.deliver({...message, id: req.clientId}, req.clientId)
+  }
+
+  private initialized(req: PendingRequest, message: Message): void {
+    req.session.sink.deliver({...message, id: req.clientId}, req.clientId)
+    const waiters = this.init.waiters
+    this.init.waiters = []
+    if ('result' in message) {
+      this.init.result = message.result
+      for (const [session, clientId] of waiters) {
+        session.sink.deliver({jsonrpc: '2.0', id: clientId, result: message.result}, clientId)
+      }
+      return
+    }
+    // The server refused: the next waiter tries for itself.
+    const [next, ...rest] = waiters
+    this.init.waiters = rest
+    if (next && this.sessions.has(next[0].id)) {
+      this.initialize(next[0], {jsonrpc: '2.0', id: next[1], method: 'initialize'}, next[1])
+    }
+  }
+
+  private requestFromServer(message: Message): void {
+    const serverId = message.id as JsonRpcId
+    const target = this.causingRequest()
+    const session = target?.session ?? this.mostRecentSession()
+    if (!session) {
+      this.options.send(errorMessage(serverId, SERVER_UNAVAILABLE, 'no client is connected'))
+      return
+    }
+    this.serverRequests.set(serverId, session)
+    session.owes.add(serverId)
+    session.sink.deliver(message, target?.clientId)
+  }
+
+  /** The client request most likely to have caused a server request: the newest in flight. */
+  private causingRequest(): PendingRequest | undefined {
+    let newest: PendingRequest | undefined
+    for (const req of this.pending.values()) {
+      if (req.method === 'initialize') continue
+      if (!newest || req.startedAt >= newest.startedAt) newest = req
+    }
+    return newest
+  }
+
+  private mostRecentSession(): Session | undefined {
+    let best: Session | undefined
+    for (const s of this.sessions.values()) if (!best || s.lastActive >= best.lastActive) best = s
+    return best
+  }
+
+  private notificationFromServer(method: string, message: Message): void {
+    const params = isRecord(message.params) ? message.params : {}
+    if (method === 'notifications/progress') {
+      const req =
+        typeof params.progressToken === 'number'
+          ? this.pending.get(params.progressToken)
+          : undefined
+      if (!req || req.progressToken === undefined) return
+      const restored = {...message, params: {...params, progressToken: req.progressToken}}
+      return req.session.sink.deliver(restored, req.clientId)
+    }
+    if (method === 'notifications/cancelled') {
+      // The server gave up on one of its own requests: only its addressee hears of it.
+      const session = this.serverRequests.get(params.requestId as JsonRpcId)
+      if (!session) return
+      this.serverRequests.delete(params.requestId as JsonRpcId)
+      session.owes.delete(params.requestId as JsonRpcId)
+      return session.sink.deliver(message, undefined)
+    }
+    if (method === 'notifications/resources/updated') {
+      // Only sessions that subscribed (and were allowed to, when a policy applies) hear of a URI.
+      for (const s of this.sessions.values()) {
+        if (typeof params.uri === 'string' && s.subscriptions.has(params.uri))
+          s.sink.deliver(message, undefined)
+      }
+      return
+    }
+    // list_changed, logging messages and the like concern every client.
+    for (const s of this.sessions.values()) s.sink.deliver(message, undefined)
+  }
+}
+
+export function errorMessage(id: JsonRpcId | null, code: number, message: string): Message {
+  return {jsonrpc: '2.0', id, error: {code, message}}
+}

@@ -1,0 +1,19 @@
+import {createRequire} from 'node:module'
+
+/**
+ * How to start this same program again (a detached `run`): the standalone executable is its own
+ * program; from npm or source it is Node with this process's flags and entry script.
+ */
+export function selfInvocation(): {command: string; args: string[]} {
+  if (isSingleExecutable()) return {command: process.execPath, args: []}
+  return {command: process.execPath, args: [...process.execArgv, process.argv[1]!]}
+}
+
+function isSingleExecutable(): boolean {
+  try {
+    const sea = createRequire(import.meta.url)('node:sea') as {isSea?: () => boolean}
+    return sea.isSea?.() === true
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,133 @@
+import {spawn} from 'node:child_process'
+import {closeSync, fstatSync, openSync, statSync} from 'node:fs'
+import {mkdir, readFile} from 'node:fs/promises'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+import {ToolgateError} from '../errors.ts'
+import {selfInvocation} from '../cli/self.ts'
+import {readWorkload, workloadLogsDir, type WorkloadState} from './state.ts'
+
+/**
+ * A detached `toolgate run`: this same program (from source or the standalone binary) is started
+ * again as a background process in its own session, with the user's arguments passed on its stdin
+ * — never on its command line, which every user of the machine can read in `ps` (a bearer token
+ * flag would show). The parent waits until the workload's state file says it is ready, then
+ * returns it; if the background process dies first, the error carries the last lines it logged.
+ */
+
+export const CHILD_FLAG = '--workload-child'
+
+export function serverLogFile(name: string, env: NodeJS.ProcessEnv = process.env): string {
+  return join(workloadLogsDir(env), `${name}.log`)
+}
+
+export function proxyLogFile(name: string, env: NodeJS.ProcessEnv = process.env): string {
+  return join(workloadLogsDir(env), `${name}.proxy.log`)
+}
+
+export interface DetachOptions {
+  name: string
+  /** The user's `run` arguments (after the command id). */
+  argv: string[]
+  env?: NodeJS.ProcessEnv
+  timeoutMs: number
+  /** Shows what the background process logs while waiting (a login URL, a device code). */
+  relay?: (line: string) => void
+}
+
+export async function startDetached(options: DetachOptions): Promise<WorkloadState> {
+  const env = options.env ?? process.env
+  const logFile = proxyLogFile(options.name, env)
+  await mkdir(workloadLogsDir(env), {recursive: true, mode: 0o700})
+  const fd = openSync(logFile, 'a', 0o600)
+  // Only what this start writes is relayed or quoted in an error, not earlier runs' lines.
+  const relayFrom = fstatSync(fd).size
+  const serverFrom = fileSize(serverLogFile(options.name, env))
+  const {command, args} = selfInvocation()
+  const child = spawn(command, [...args, 'run', CHILD_FLAG], {
+    detached: true,
+    stdio: ['pipe', fd, fd],
+    env,
+    windowsHide: true,
+  })
+  closeSync(fd)
+  let exit: {code: number | null; signal: string | null} | undefined
+  child.once('exit', (code, signal) => (exit = {code, signal}))
+  child.once('error', (err) => (exit = {code: null, signal: err.message}))
+  child.stdin!.on('error', () => undefined)
+  child.stdin!.end(JSON.stringify(options.argv))
+  child.unref()
+
+  let relayed = relayFrom
+  const deadline = Date.now() + options.timeoutMs
+  while (Date.now() < deadline) {
+    if (options.relay) relayed = await relayNew(logFile, relayed, options.relay)
+    const state = await readWorkload(options.name, env).catch(() => undefined)
+    if (state && child.pid !== undefined && state.supervisorPid === child.pid) {
+      if (state.status === 'running' && state.ready === true) return state
+      if (state.status === 'exited' || state.status === 'stopped') break
+    }
+    if (exit) break
+    await sleep(100)
+  }
+  const timedOut = !exit && Date.now() >= deadline
+  if (timedOut) {
+    try {
+      process.kill(child.pid!, 'SIGTERM')
+    } catch {
+      // gone
+    }
+  }
+  throw new ToolgateError(
+    'ERR_UPSTREAM',
+    `workload "${options.name}" did not start${!timedOut ? '' : ` within ${Math.round(options.timeoutMs / 1000)} s`}:\n${await lastLines(options.name, env, relayFrom, serverFrom)}`,
+  )
+}
+
+function fileSize(file: string): number {
+  try {
+    return statSync(file).size
+  } catch {
+    return 0
+  }
+}
+
+async function relayNew(
+  file: string,
+  from: number,
+  relay: (line: string) => void,
+): Promise<number> {
+  const data = await readFile(file).catch(() => Buffer.alloc(0))
+  if (data.length <= from) return data.length < from ? 0 : from
+  const text = data.subarray(from).toString('utf8')
+  const end = text.lastIndexOf('\n')
+  if (end === -1) return from
+  for (const line of text.slice(0, end).split('\n')) relay(line)
+  return from + Buffer.byteLength(text.slice(0, end + 1))
+}
+
+/** The last lines of this start's proxy log and of the server's stderr, for a failed start. */
+async function lastLines(
+  name: string,
+  env: NodeJS.ProcessEnv,
+  proxyFrom: number,
+  serverFrom: number,
+): Promise<string> {
+  const tail = async (file: string, from = 0, n = 15) => {
+    const data = await readFile(file).catch(() => Buffer.alloc(0))
+    return data
+      .subarray(Math.min(from, data.length))
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .slice(-n)
+  }
+  const proxy = await tail(proxyLogFile(name, env), proxyFrom)
+  const server = await tail(serverLogFile(name, env), serverFrom)
+  const parts: string[] = []
+  if (server.length)
+    parts.push(`server stderr (${serverLogFile(name, env)}):`, ...server.map((l) => `  ${l}`))
+  if (proxy.length)
+    parts.push(`toolgate log (${proxyLogFile(name, env)}):`, ...proxy.map((l) => `  ${l}`))
+  return parts.join('\n') || '(nothing was logged)'
+}

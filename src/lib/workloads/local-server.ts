@@ -1,0 +1,153 @@
+import {connect} from 'node:net'
+import {setTimeout as sleep} from 'node:timers/promises'
+import {startBridge, type Bridge} from '../bridge/bridge-server.ts'
+import {ToolgateError} from '../errors.ts'
+import type {Logger} from '../log/logger.ts'
+import type {ExitInfo, ServerProcess} from '../supervisor/server-process.ts'
+import {spawnServer} from '../supervisor/server-process.ts'
+import {Supervisor, type RestartPolicy} from '../supervisor/supervisor.ts'
+import type {RotatingLog} from '../supervisor/rotating-log.ts'
+import {describeExit} from './exit-text.ts'
+
+/**
+ * The upstream of a local workload: the server process under a Supervisor and, for stdio servers,
+ * the bridge that gives it an HTTP face on a private socket. The proxy pipeline in front of it is
+ * the same as `toolgate proxy`'s.
+ */
+
+export interface LocalServerSpec {
+  transport: 'stdio' | 'streamable-http' | 'sse'
+  command: string[]
+  env: NodeJS.ProcessEnv
+  targetPort?: number
+  requestTimeoutMs: number
+  maxBodyBytes: number
+  restart: RestartPolicy
+  /** How long a new server may take to be usable (HTTP: its port accepts connections). */
+  startupTimeoutMs: number
+}
+
+export interface LocalServerHooks {
+  logger: Logger
+  /** The server's stderr (and stray stdout) goes here. */
+  serverLog: RotatingLog
+  /** Foreground runs also show the server's stderr on the terminal. */
+  echo?: (chunk: Uint8Array) => void
+  onStarted: (pid: number | undefined) => void
+  onExited: (info: ExitInfo, restarting: boolean) => void
+}
+
+export interface LocalServer {
+  targetUri: string
+  targetSocketPath?: string
+  supervisor: Supervisor
+  close(stopTimeoutMs: number): Promise<ExitInfo | undefined>
+}
+
+// A server that dies this soon after starting did not start (bad arguments, missing package).
+const EARLY_EXIT_MS = 1_000
+
+export async function startLocalServer(
+  spec: LocalServerSpec,
+  hooks: LocalServerHooks,
+): Promise<LocalServer> {
+  const [command, ...args] = spec.command
+  if (!command) throw new ToolgateError('ERR_USAGE', 'no server command given after --')
+  const {logger, serverLog} = hooks
+  const stdio = spec.transport === 'stdio'
+  const bridge: Bridge | undefined = stdio
+    ? await startBridge({
+        logger,
+        requestTimeoutMs: spec.requestTimeoutMs,
+        maxBodyBytes: spec.maxBodyBytes,
+        onNoise: (line) => serverLog.line(`[stdout, not JSON-RPC] ${line}`),
+      })
+    : undefined
+  const env = stdio
+    ? spec.env
+    : {...spec.env, PORT: String(spec.targetPort), MCP_PORT: String(spec.targetPort)}
+  const record = (chunk: Uint8Array) => {
+    serverLog.write(chunk)
+    hooks.echo?.(chunk)
+  }
+  const supervisor = new Supervisor({
+    logger,
+    policy: spec.restart,
+    spawn: () => spawnServer({command, args, env, stdinOpen: stdio}),
+    onStarted: (server: ServerProcess) => {
+      server.child.stderr?.on('data', record)
+      if (bridge) bridge.attach({stdin: server.child.stdin!, stdout: server.child.stdout!})
+      else server.child.stdout?.on('data', record)
+      logger.info('server started', {pid: server.child.pid})
+      hooks.onStarted(server.child.pid)
+    },
+    onExited: (info, restarting) => {
+      const text = describeExit(info)
+      serverLog.line(`[toolgate] MCP server ${text}`)
+      logger.warn('server exited', {code: info.code, signal: info.signal, restarting})
+      bridge?.detach(`MCP server ${text}`)
+      hooks.onExited(info, restarting)
+    },
+  })
+  const close = async (stopTimeoutMs: number) => {
+    const info = await supervisor.stop(stopTimeoutMs)
+    await bridge?.close()
+    return info
+  }
+  try {
+    await supervisor.start()
+    const early = await Promise.race([
+      supervisor.current!.exited,
+      stdio
+        ? sleep(EARLY_EXIT_MS).then(() => undefined)
+        : waitForPort(spec.targetPort!, spec.startupTimeoutMs, supervisor.current!.exited),
+    ])
+    if (early)
+      throw new ToolgateError(
+        'ERR_UPSTREAM',
+        `the MCP server ${describeExit(early)} while starting`,
+      )
+  } catch (err) {
+    await close(2_000)
+    throw err
+  }
+  return bridge
+    ? {targetUri: 'http://localhost', targetSocketPath: bridge.socketPath, supervisor, close}
+    : {targetUri: `http://127.0.0.1:${spec.targetPort}`, supervisor, close}
+}
+
+/** Resolves undefined once the port accepts a connection; the exit info if the server died first. */
+async function waitForPort(
+  port: number,
+  timeoutMs: number,
+  exited: Promise<ExitInfo>,
+): Promise<ExitInfo | undefined> {
+  let dead: ExitInfo | undefined
+  void exited.then((info) => (dead = info))
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (dead) return dead
+    if (await canConnect(port)) return undefined
+    await sleep(100)
+  }
+  throw new ToolgateError(
+    'ERR_UPSTREAM',
+    `the MCP server did not listen on port ${port} within ${Math.round(timeoutMs / 1000)} s (--target-port must be the port it listens on)`,
+  )
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({host: '127.0.0.1', port})
+    socket.setTimeout(1_000)
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+    socket.once('timeout', () => {
+      socket.destroy()
+      resolve(false)
+    })
+  })
+}

@@ -1,0 +1,103 @@
+import {createLogger, type Logger} from '../log/logger.ts'
+import type {PipelineFlags} from '../proxy/pipeline.ts'
+import {openSecretStore} from '../secrets/index.ts'
+import {RotatingLog} from '../supervisor/rotating-log.ts'
+import {parseDuration} from '../config/duration.ts'
+import {proxyLogFile, serverLogFile, startDetached} from './detach.ts'
+import {assertNameFree, startWorkload, type RunningWorkload} from './run-workload.ts'
+import {buildWorkloadSpec, checkRunInput, type RunInput} from './spec.ts'
+import type {WorkloadState} from './state.ts'
+
+export {serveWorkload} from './foreground.ts'
+
+/**
+ * The steps of `toolgate run` (src/commands/run.ts stays a thin parser): flags → RunInput, the
+ * detached start, the foreground start with its logs.
+ */
+
+type RunFlags = Omit<PipelineFlags, 'target-uri'> & {
+  transport?: string | undefined
+  'target-port'?: number | undefined
+  url?: string | undefined
+  'proxy-port'?: number | undefined
+  env: string[]
+  'env-file'?: string | undefined
+  secret: string[]
+  'request-timeout': string
+  'stop-timeout': string
+  'startup-timeout': string
+  restart: string
+}
+
+export function runInput(name: string, command: string[], flags: RunFlags): RunInput {
+  return {
+    name,
+    command,
+    transport: flags.transport,
+    targetPort: flags['target-port'],
+    url: flags.url,
+    proxyPort: flags['proxy-port'],
+    env: flags.env,
+    envFile: flags['env-file'],
+    secrets: flags.secret,
+    requestTimeout: flags['request-timeout'],
+    stopTimeout: flags['stop-timeout'],
+    startupTimeout: flags['startup-timeout'],
+    restart: flags.restart,
+    flags,
+  }
+}
+
+/** Starts the workload in the background and returns its state once it is ready. */
+export async function runDetached(
+  input: RunInput,
+  argv: string[],
+  options: {relay?: ((line: string) => void) | undefined},
+): Promise<WorkloadState> {
+  checkRunInput(input)
+  await assertNameFree(input.name)
+  return startDetached({
+    name: input.name,
+    argv,
+    // The background process has the startup timeout for the server, plus time to start itself.
+    timeoutMs: parseDuration(input.startupTimeout, '--startup-timeout') + 15_000,
+    ...(options.relay ? {relay: options.relay} : {}),
+  })
+}
+
+/** The workload's own log: `logs <name> --proxy` reads it; foreground runs show it on stderr too. */
+export function workloadLogger(
+  name: string,
+  flags: {debug: boolean; json: boolean},
+  options: {child: boolean},
+): Logger {
+  const file = new RotatingLog(proxyLogFile(name))
+  return createLogger({
+    level: flags.debug ? 'debug' : 'info',
+    json: flags.json,
+    base: {workload: name},
+    write: (line) => {
+      file.line(line)
+      if (!options.child) process.stderr.write(line + '\n')
+    },
+  })
+}
+
+export async function startForeground(
+  input: RunInput,
+  logger: Logger,
+  options: {json: boolean; isTTY: boolean; echo?: ((chunk: Uint8Array) => void) | undefined},
+): Promise<RunningWorkload> {
+  const spec = await buildWorkloadSpec(input, {openStore: () => openSecretStore({logger})})
+  return startWorkload(spec, {
+    logger,
+    serverLog: new RotatingLog(serverLogFile(input.name)),
+    ...(options.echo ? {echo: options.echo} : {}),
+    pipeline: {
+      logger,
+      json: options.json,
+      isTTY: options.isTTY,
+      write: (text) => logger.info(text.trimEnd()),
+    },
+  })
+}

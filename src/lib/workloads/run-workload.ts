@@ -1,0 +1,216 @@
+import {ToolgateError} from '../errors.ts'
+import {incomingAuthEnabled} from '../proxy/incoming-auth.ts'
+import type {Logger} from '../log/logger.ts'
+import {
+  startPipeline,
+  type Pipeline,
+  type PipelineDeps,
+  type PipelineFlags,
+} from '../proxy/pipeline.ts'
+import type {ExitInfo} from '../supervisor/server-process.ts'
+import type {RestartPolicy} from '../supervisor/supervisor.ts'
+import type {RotatingLog} from '../supervisor/rotating-log.ts'
+import {startLocalServer, type LocalServer} from './local-server.ts'
+import {
+  processStartTime,
+  readWorkload,
+  supervisorAlive,
+  writeWorkload,
+  type WorkloadState,
+  type WorkloadTransport,
+} from './state.ts'
+
+/**
+ * One workload in this process (`toolgate run --foreground`, or the background process of a
+ * detached run): the server (or a remote URL) behind the proxy pipeline, with its state file kept
+ * current — starting → running → exited (the server ended on its own) or stopped (asked to).
+ */
+
+export interface WorkloadSpec {
+  name: string
+  transport: WorkloadTransport
+  /** Local workloads: the server command. */
+  command?: string[]
+  /** Remote workloads (`--url`). */
+  url?: string
+  targetPort?: number
+  env: NodeJS.ProcessEnv
+  /** Names only, for the state file. */
+  secretNames: string[]
+  requestTimeoutMs: number
+  stopTimeoutMs: number
+  startupTimeoutMs: number
+  restart: RestartPolicy
+  /** The pipeline flags (incoming auth, authz, outgoing auth, limits); target and port are set here. */
+  flags: PipelineFlags
+  proxyPort?: number
+}
+
+export interface WorkloadDeps {
+  logger: Logger
+  pipeline: PipelineDeps
+  serverLog: RotatingLog
+  echo?: (chunk: Uint8Array) => void
+  stateEnv?: NodeJS.ProcessEnv
+}
+
+export interface RunningWorkload {
+  state: WorkloadState
+  pipeline: Pipeline
+  /** Resolves with the final state once the workload is over (server exited, or stop()). */
+  finished: Promise<WorkloadState>
+  /** Runs the remote login when one is configured, then records the workload as ready. */
+  login(): Promise<void>
+  stop(): Promise<WorkloadState>
+}
+
+/** Refuses a name whose workload is alive (its recorded supervisor process still exists). */
+export async function assertNameFree(name: string, env?: NodeJS.ProcessEnv): Promise<void> {
+  const existing = await readWorkload(name, env).catch(() => undefined)
+  if (
+    existing &&
+    (existing.status === 'running' || existing.status === 'starting') &&
+    existing.supervisorPid !== process.pid &&
+    supervisorAlive(existing)
+  ) {
+    throw new ToolgateError(
+      'ERR_CONFLICT',
+      `workload "${name}" is already running (pid ${existing.supervisorPid}); stop it with 'toolgate stop ${name}' or choose another name`,
+    )
+  }
+}
+
+export async function startWorkload(
+  spec: WorkloadSpec,
+  deps: WorkloadDeps,
+): Promise<RunningWorkload> {
+  const {logger} = deps
+  const env = deps.stateEnv
+  await assertNameFree(spec.name, env)
+  const now = new Date().toISOString()
+  let state: WorkloadState = {
+    name: spec.name,
+    status: 'starting',
+    transport: spec.transport,
+    baseUrl: '',
+    url: '',
+    host: spec.flags.host,
+    port: 0,
+    incomingAuth: false,
+    supervisorPid: process.pid,
+    ...startTimeOf(process.pid),
+    ...(spec.command ? {command: spec.command} : {}),
+    ...(spec.url ? {remoteUrl: spec.url} : {}),
+    ...(spec.secretNames.length ? {secrets: spec.secretNames} : {}),
+    createdAt: now,
+    updatedAt: now,
+  }
+  const save = async (patch: Partial<WorkloadState>) => {
+    state = {...state, ...patch}
+    await writeWorkload(state, env).catch((err: Error) =>
+      logger.error('cannot write workload state', {error: err.message}),
+    )
+    return state
+  }
+  await save({})
+
+  let resolveFinished!: (s: WorkloadState) => void
+  const finished = new Promise<WorkloadState>((r) => (resolveFinished = r))
+  let pipeline: Pipeline | undefined
+  let local: LocalServer | undefined
+  let ending: Promise<WorkloadState> | undefined
+  const end = (status: 'exited' | 'stopped', info?: ExitInfo) =>
+    (ending ??= (async () => {
+      await pipeline?.close().catch(() => undefined)
+      const exit = status === 'stopped' ? await local?.close(spec.stopTimeoutMs) : info
+      if (status === 'exited') await local?.close(0)
+      const final = await save({
+        status,
+        ...(exit ? {exitCode: exit.code, exitSignal: exit.signal} : {}),
+        serverPid: undefined,
+        stoppedAt: new Date().toISOString(),
+      })
+      resolveFinished(final)
+      return final
+    })())
+
+  try {
+    if (spec.command) {
+      local = await startLocalServer(
+        {
+          transport: spec.transport as 'stdio' | 'streamable-http' | 'sse',
+          command: spec.command,
+          env: spec.env,
+          ...(spec.targetPort !== undefined ? {targetPort: spec.targetPort} : {}),
+          requestTimeoutMs: spec.requestTimeoutMs,
+          maxBodyBytes: spec.flags['max-request-body-size'] || 8 * 1024 * 1024,
+          restart: spec.restart,
+          startupTimeoutMs: spec.startupTimeoutMs,
+        },
+        {
+          logger,
+          serverLog: deps.serverLog,
+          ...(deps.echo ? {echo: deps.echo} : {}),
+          onStarted: (pid) => void (state.status === 'running' && save({serverPid: pid})),
+          onExited: (info, restarting) => {
+            if (restarting) void save({serverPid: undefined, lastExitCode: info.code})
+            else void end('exited', info)
+          },
+        },
+      )
+    }
+    const target = local?.targetUri ?? spec.url
+    if (!target) throw new ToolgateError('ERR_USAGE', 'give a server command after -- or --url')
+    pipeline = await startPipeline(
+      spec.name,
+      {
+        ...spec.flags,
+        'target-uri': target,
+        ...(spec.proxyPort !== undefined ? {port: spec.proxyPort} : {}),
+      },
+      deps.pipeline,
+      local?.targetSocketPath ? {targetSocketPath: local.targetSocketPath} : {},
+    )
+  } catch (err) {
+    await local?.close(2_000).catch(() => undefined)
+    // A server that died while starting has already recorded its exit status (end()).
+    if (ending) await ending
+    await save({
+      status: 'exited',
+      error: (err as Error).message,
+      serverPid: undefined,
+    })
+    throw err
+  }
+  const {proxy, config} = pipeline
+  const path = spec.transport === 'sse' ? '/sse' : '/mcp'
+  await save({
+    status: ending ? state.status : 'running',
+    baseUrl: proxy.url,
+    url: spec.transport === 'remote' ? remoteClientUrl(proxy.url, spec.url!) : proxy.url + path,
+    port: proxy.port,
+    incomingAuth: incomingAuthEnabled(config.oidc),
+    serverPid: local?.supervisor.current?.child.pid,
+  })
+  return {
+    state,
+    pipeline,
+    finished,
+    login: async () => {
+      await pipeline.login()
+      if (!ending) await save({ready: true})
+    },
+    stop: () => end('stopped'),
+  }
+}
+
+/** A remote workload keeps the remote's path: `--url https://h/api/mcp` → `http://127.0.0.1:P/api/mcp`. */
+function remoteClientUrl(base: string, remote: string): string {
+  const u = new URL(remote)
+  return base + (u.pathname === '/' ? '' : u.pathname) + u.search
+}
+
+function startTimeOf(pid: number): {supervisorStart?: string} {
+  const start = processStartTime(pid)
+  return start === undefined ? {} : {supervisorStart: start}
+}

@@ -1,0 +1,111 @@
+import {parseDuration} from '../config/duration.ts'
+import {ToolgateError} from '../errors.ts'
+import type {PipelineFlags} from '../proxy/pipeline.ts'
+import type {SecretStore} from '../secrets/index.ts'
+import {parseRestartPolicy} from '../supervisor/supervisor.ts'
+import type {WorkloadSpec} from './run-workload.ts'
+import {buildServerEnv, parseEnvAssignment, parseSecretMapping} from './server-env.ts'
+import {validateWorkloadName, type WorkloadTransport} from './state.ts'
+
+/**
+ * `toolgate run` flags → a WorkloadSpec, with every check that can fail done before anything
+ * starts: the name, the transport and its port, the command or URL, durations, env and secrets.
+ */
+
+export interface RunInput {
+  name: string
+  /** Everything after NAME: the server command (after `--`). */
+  command: string[]
+  transport?: string | undefined
+  targetPort?: number | undefined
+  url?: string | undefined
+  proxyPort?: number | undefined
+  env: string[]
+  envFile?: string | undefined
+  secrets: string[]
+  requestTimeout: string
+  stopTimeout: string
+  startupTimeout: string
+  restart: string
+  flags: Omit<PipelineFlags, 'target-uri'>
+}
+
+function usage(message: string): ToolgateError {
+  return new ToolgateError('ERR_USAGE', message)
+}
+
+/** Checks that need no I/O; the parent of a detached run calls this before starting anything. */
+export function checkRunInput(input: RunInput): WorkloadTransport {
+  validateWorkloadName(input.name)
+  if (input.url !== undefined) {
+    if (input.command.length > 0)
+      throw usage('give either a server command after -- or --url, not both')
+    if (input.transport !== undefined)
+      throw usage('--transport: not used with --url (the remote decides)')
+    if (input.targetPort !== undefined) throw usage('--target-port: not used with --url')
+    if (input.env.length || input.envFile || input.secrets.length)
+      throw usage("-e, --env-file and --secret set a local server's environment; --url has none")
+    let u: URL
+    try {
+      u = new URL(input.url)
+    } catch {
+      throw usage(`--url: "${input.url.slice(0, 100)}" is not a URL`)
+    }
+    if (u.protocol !== 'https:' && u.protocol !== 'http:') throw usage('--url: must be http(s)')
+    return 'remote'
+  }
+  if (input.command.length === 0) {
+    throw usage(
+      `give the server command after --, e.g. 'toolgate run ${input.name} -- npx -y <package>', or --url`,
+    )
+  }
+  const transport = input.transport ?? 'stdio'
+  if (transport === 'stdio') {
+    if (input.targetPort !== undefined)
+      throw usage('--target-port: only for --transport streamable-http or sse')
+  } else if (input.targetPort === undefined) {
+    throw usage(`--transport ${transport}: give --target-port, the port the server listens on`)
+  }
+  input.env.forEach(parseEnvAssignment)
+  input.secrets.forEach(parseSecretMapping)
+  parseRestartPolicy(input.restart)
+  for (const [flag, value] of [
+    ['--request-timeout', input.requestTimeout],
+    ['--stop-timeout', input.stopTimeout],
+    ['--startup-timeout', input.startupTimeout],
+  ] as const)
+    parseDuration(value, flag)
+  return transport as WorkloadTransport
+}
+
+export async function buildWorkloadSpec(
+  input: RunInput,
+  deps: {openStore: () => Promise<SecretStore>; env?: NodeJS.ProcessEnv},
+): Promise<WorkloadSpec> {
+  const transport = checkRunInput(input)
+  const secrets = input.secrets.map(parseSecretMapping)
+  const env =
+    transport === 'remote'
+      ? {}
+      : await buildServerEnv({
+          base: deps.env ?? process.env,
+          envFile: input.envFile,
+          assignments: input.env,
+          secrets,
+          openStore: deps.openStore,
+        })
+  return {
+    name: input.name,
+    transport,
+    ...(input.url !== undefined ? {url: input.url} : {command: input.command}),
+    ...(input.targetPort !== undefined ? {targetPort: input.targetPort} : {}),
+    ...(input.proxyPort !== undefined ? {proxyPort: input.proxyPort} : {}),
+    env,
+    secretNames: secrets.map((s) => s.secret),
+    requestTimeoutMs: parseDuration(input.requestTimeout, '--request-timeout'),
+    stopTimeoutMs: parseDuration(input.stopTimeout, '--stop-timeout'),
+    startupTimeoutMs: parseDuration(input.startupTimeout, '--startup-timeout'),
+    restart: parseRestartPolicy(input.restart),
+    flags: {...input.flags, 'target-uri': input.url ?? 'http://localhost'} as PipelineFlags,
+  }
+}
