@@ -105,7 +105,7 @@ export class Multiplexer {
     for (const globalId of session.pending) this.cancelOnServer(globalId, reason)
     for (const serverId of session.owes) {
       this.serverRequests.delete(serverId)
-      this.options.send(errorMessage(serverId, SERVER_UNAVAILABLE, `client ${reason}`))
+      this.options.send(errorMessage(serverId, SERVER_UNAVAILABLE, reason))
     }
   }
 
