@@ -118,7 +118,7 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
     async close() {
       streamable.closeAll()
       legacy.closeAll()
-      await closeGracefully(server, 2_000)
+      await closeGracefully(server, 500)
       if (dir) await rm(dir, {recursive: true, force: true})
     },
   }

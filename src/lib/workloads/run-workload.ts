@@ -121,9 +121,11 @@ export async function startWorkload(
   let ending: Promise<WorkloadState> | undefined
   const end = (status: 'exited' | 'stopped', info?: ExitInfo) =>
     (ending ??= (async () => {
+      // The server (and the bridge's streams) first: open client streams then end at once, and
+      // the proxy closes without waiting out its grace period for them.
+      const stopped = await local?.close(status === 'stopped' ? spec.stopTimeoutMs : 0)
+      const exit = status === 'stopped' ? stopped : info
       await pipeline?.close().catch(() => undefined)
-      const exit = status === 'stopped' ? await local?.close(spec.stopTimeoutMs) : info
-      if (status === 'exited') await local?.close(0)
       const final = await save({
         status,
         ...(exit ? {exitCode: exit.code, exitSignal: exit.signal} : {}),
@@ -169,7 +171,12 @@ export async function startWorkload(
         ...(spec.proxyPort !== undefined ? {port: spec.proxyPort} : {}),
       },
       deps.pipeline,
-      local?.targetSocketPath ? {targetSocketPath: local.targetSocketPath} : {},
+      {
+        ...(local?.targetSocketPath ? {targetSocketPath: local.targetSocketPath} : {}),
+        // The proxy closes after the server stopped: nothing upstream is left to wait for, so a
+        // client connection that lingers is not worth the default 10 s grace.
+        drainMs: 1_000,
+      },
     )
   } catch (err) {
     await local?.close(2_000).catch(() => undefined)

@@ -128,9 +128,7 @@ describe('encrypted store (in process)', () => {
 
   it('fails with ERR_INPUT_REQUIRED when there is neither keyring nor password, and writes nothing', async () => {
     const {store} = await encryptedStore({})
-    await assert.rejects(store.set('k', 'v'), (err) =>
-      isToolgateError(err, 'ERR_INPUT_REQUIRED'),
-    )
+    await assert.rejects(store.set('k', 'v'), (err) => isToolgateError(err, 'ERR_INPUT_REQUIRED'))
     await assert.rejects(stat(store.file as string), {code: 'ENOENT'})
   })
 
