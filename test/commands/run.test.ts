@@ -74,7 +74,7 @@ describe('toolgate run (stdio server, streamable HTTP and SSE clients)', () => {
     const result = await first.callTool(
       {name: 'trigger-long-running-operation', arguments: {duration: 1, steps: 3}},
       undefined,
-      {onprogress: (p) => seen.push(Date.now()), timeout: 30_000},
+      {onprogress: () => seen.push(Date.now()), timeout: 30_000},
     )
     resultAt = Date.now()
     assert.equal(seen.length, 3, 'three progress notifications')

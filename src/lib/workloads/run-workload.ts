@@ -173,6 +173,9 @@ export async function startWorkload(
       deps.pipeline,
       {
         ...(local?.targetSocketPath ? {targetSocketPath: local.targetSocketPath} : {}),
+        // A remote is forwarded to at its origin, paths unchanged: clients use the remote's own
+        // path on the proxy (remoteClientUrl). Its full URL still drives remote-auth discovery.
+        ...(spec.url ? {targetUri: new URL(new URL(spec.url).origin)} : {}),
         // The proxy closes after the server stopped: nothing upstream is left to wait for, so a
         // client connection that lingers is not worth the default 10 s grace.
         drainMs: 1_000,
