@@ -67,6 +67,8 @@ export const workloadFlags = {
   foreground: Flags.boolean({
     description: 'Stay attached; stop the workload on SIGINT/SIGTERM.',
     default: false,
+    helpGroup: 'SERVER',
   }),
-  'workload-child': Flags.boolean({hidden: true, default: false}),
+  // The background half of a detached run (its arguments arrive on stdin).
+  'workload-child': Flags.boolean({hidden: true, default: false, helpGroup: 'SERVER'}),
 }

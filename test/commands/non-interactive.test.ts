@@ -79,6 +79,33 @@ const ROWS: Record<string, Row[]> = {
   'secret:get': [
     {argv: () => ['secret', 'get', 'x'], expect: {ends: 'non-zero'}, why: 'no store yet'},
   ],
+  run: [
+    {
+      // The server lives 3 s (past the start check), then the background process ends with it.
+      argv: () => ['run', 'ni', '--', process.execPath, '-e', 'setTimeout(() => {}, 3000)'],
+      expect: {ends: 0},
+      why: 'a detached run returns once the workload is up',
+    },
+    {
+      argv: () => [
+        'run',
+        'ni-fg',
+        '--foreground',
+        '--',
+        process.execPath,
+        '-e',
+        'setInterval(() => {}, 1000)',
+      ],
+      expect: {serves: true},
+      why: 'a foreground run serves',
+    },
+  ],
+  list: [{argv: () => ['list', '--all'], expect: {ends: 0}, why: 'lists without asking'}],
+  logs: [{argv: () => ['logs', 'ni'], expect: {ends: 1}, why: 'a missing workload ends at once'}],
+  stop: [{argv: () => ['stop', '--all'], expect: {ends: 0}, why: 'stops without asking'}],
+  rm: [
+    {argv: () => ['rm', 'nothing-here'], expect: {ends: 1}, why: 'a missing workload ends at once'},
+  ],
   'secret:list': [{argv: () => ['secret', 'list'], expect: {ends: 0}, why: 'an empty list'}],
   'secret:delete': [
     {argv: () => ['secret', 'delete', 'x'], expect: {ends: 'non-zero'}, why: 'no store yet'},
