@@ -18,6 +18,11 @@ export const workloadFlags = {
     description: 'Front a remote MCP server instead of starting one (https://…).',
     helpGroup: 'SERVER',
   }),
+  'from-registry': Flags.string({
+    description:
+      'Run a server from an MCP registry (API v0.1): the registry base URL; the server name[@version] follows NAME.',
+    helpGroup: 'SERVER',
+  }),
   env: Flags.string({
     char: 'e',
     description: 'KEY=VALUE for the server environment (repeatable).',

@@ -1,3 +1,4 @@
+import {ToolgateError} from '../errors.ts'
 import {createLogger, type Logger} from '../log/logger.ts'
 import type {PipelineFlags} from '../proxy/pipeline.ts'
 import {openSecretStore} from '../secrets/index.ts'
@@ -19,6 +20,7 @@ type RunFlags = Omit<PipelineFlags, 'target-uri'> & {
   transport?: string | undefined
   'target-port'?: number | undefined
   url?: string | undefined
+  'from-registry'?: string | undefined
   'proxy-port'?: number | undefined
   env: string[]
   'env-file'?: string | undefined
@@ -29,10 +31,18 @@ type RunFlags = Omit<PipelineFlags, 'target-uri'> & {
   restart: string
 }
 
-export function runInput(name: string, command: string[], flags: RunFlags): RunInput {
+export function runInput(name: string, rest: string[], flags: RunFlags): RunInput {
+  const base = flags['from-registry']
+  if (base !== undefined && rest.length !== 1) {
+    throw new ToolgateError(
+      'ERR_USAGE',
+      '--from-registry <registry URL> takes the server as the next argument: toolgate run NAME --from-registry URL <server>[@version]',
+    )
+  }
   return {
     name,
-    command,
+    command: base === undefined ? rest : [],
+    ...(base !== undefined ? {registry: {base, ref: rest[0]!}} : {}),
     transport: flags.transport,
     targetPort: flags['target-port'],
     url: flags.url,
@@ -56,6 +66,9 @@ export async function runDetached(
 ): Promise<WorkloadState> {
   checkRunInput(input)
   await assertNameFree(input.name)
+  // A registry entry is fetched here too, so a bad name, a missing package or a missing required
+  // variable is reported by `run` itself, not found later in the background process's log.
+  if (input.registry) await buildWorkloadSpec(input, {openStore: () => openSecretStore()})
   return startDetached({
     name: input.name,
     argv,

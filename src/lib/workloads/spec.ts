@@ -4,6 +4,13 @@ import type {PipelineFlags} from '../proxy/pipeline.ts'
 import type {SecretStore} from '../secrets/index.ts'
 import {parseRestartPolicy} from '../supervisor/supervisor.ts'
 import type {WorkloadSpec} from './run-workload.ts'
+import {
+  checkRequiredEnv,
+  fetchServerEntry,
+  parseServerRef,
+  resolveEntry,
+  type RegistryResolution,
+} from './from-registry.ts'
 import {buildServerEnv, parseEnvAssignment, parseSecretMapping} from './server-env.ts'
 import {validateWorkloadName, type WorkloadTransport} from './state.ts'
 
@@ -19,6 +26,8 @@ export interface RunInput {
   transport?: string | undefined
   targetPort?: number | undefined
   url?: string | undefined
+  /** `--from-registry <base URL>` with the server reference (`name[@version]`) as the positional. */
+  registry?: {base: string; ref: string} | undefined
   proxyPort?: number | undefined
   env: string[]
   envFile?: string | undefined
@@ -37,7 +46,12 @@ function usage(message: string): ToolgateError {
 /** Checks that need no I/O; the parent of a detached run calls this before starting anything. */
 export function checkRunInput(input: RunInput): WorkloadTransport {
   validateWorkloadName(input.name)
-  if (input.url !== undefined) {
+  if (input.registry) {
+    if (input.url !== undefined) throw usage('--from-registry and --url: give one of them')
+    if (input.transport !== undefined || input.targetPort !== undefined)
+      throw usage('--from-registry: the registry entry decides the transport')
+    parseServerRef(input.registry.ref)
+  } else if (input.url !== undefined) {
     if (input.command.length > 0)
       throw usage('give either a server command after -- or --url, not both')
     if (input.transport !== undefined)
@@ -54,6 +68,7 @@ export function checkRunInput(input: RunInput): WorkloadTransport {
     if (u.protocol !== 'https:' && u.protocol !== 'http:') throw usage('--url: must be http(s)')
     return 'remote'
   }
+  if (input.registry) return 'stdio' // or remote: known once the entry is fetched
   if (input.command.length === 0) {
     throw usage(
       `give the server command after --, e.g. 'toolgate run ${input.name} -- npx -y <package>', or --url`,
@@ -82,22 +97,37 @@ export async function buildWorkloadSpec(
   input: RunInput,
   deps: {openStore: () => Promise<SecretStore>; env?: NodeJS.ProcessEnv},
 ): Promise<WorkloadSpec> {
-  const transport = checkRunInput(input)
+  let transport = checkRunInput(input)
+  let {url, command} = input
+  let resolution: RegistryResolution | undefined
+  if (input.registry) {
+    resolution = resolveEntry(
+      await fetchServerEntry(input.registry.base, parseServerRef(input.registry.ref)),
+    )
+    transport = resolution.transport
+    url = resolution.url
+    command = resolution.command ?? []
+    if (url && (input.env.length || input.envFile || input.secrets.length))
+      throw usage(
+        `--from-registry: ${resolution.serverName} is a remote server; -e, --env-file and --secret do not apply`,
+      )
+  }
   const secrets = input.secrets.map(parseSecretMapping)
   const env =
     transport === 'remote'
       ? {}
       : await buildServerEnv({
-          base: deps.env ?? process.env,
+          base: {...(deps.env ?? process.env), ...resolution?.defaults},
           envFile: input.envFile,
           assignments: input.env,
           secrets,
           openStore: deps.openStore,
         })
+  if (resolution) checkRequiredEnv(resolution, env)
   return {
     name: input.name,
     transport,
-    ...(input.url !== undefined ? {url: input.url} : {command: input.command}),
+    ...(url !== undefined ? {url} : {command}),
     ...(input.targetPort !== undefined ? {targetPort: input.targetPort} : {}),
     ...(input.proxyPort !== undefined ? {proxyPort: input.proxyPort} : {}),
     env,
@@ -106,6 +136,6 @@ export async function buildWorkloadSpec(
     stopTimeoutMs: parseDuration(input.stopTimeout, '--stop-timeout'),
     startupTimeoutMs: parseDuration(input.startupTimeout, '--startup-timeout'),
     restart: parseRestartPolicy(input.restart),
-    flags: {...input.flags, 'target-uri': input.url ?? 'http://localhost'} as PipelineFlags,
+    flags: {...input.flags, 'target-uri': url ?? 'http://localhost'} as PipelineFlags,
   }
 }
