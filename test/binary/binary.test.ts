@@ -207,6 +207,50 @@ describe(
     )
 
     test(
+      'run starts a detached stdio workload from the binary; list, stop and rm manage it',
+      {timeout: 120_000},
+      async () => {
+        // The server is the user's own program (here server-everything with the pinned Node);
+        // the executable itself needs no node_modules to re-launch itself in the background.
+        const server = [
+          NODE,
+          join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'),
+          'stdio',
+        ]
+        const started = await runBin(['run', 'bin-wl', '--json', '--', ...server])
+        assert.equal(started.code, 0, started.stderr)
+        const {url} = JSON.parse(started.stdout) as {url: string}
+        const init = await fetch(url, {
+          method: 'POST',
+          headers: {'content-type': 'application/json', accept: 'application/json'},
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: {
+              protocolVersion: '2025-06-18',
+              capabilities: {},
+              clientInfo: {name: 't', version: '1'},
+            },
+          }),
+        })
+        assert.equal(init.status, 200)
+        const body = (await init.json()) as {result: {serverInfo: {name: string}}}
+        assert.ok(body.result.serverInfo.name)
+        const listed = JSON.parse((await runBin(['list', '--json'])).stdout) as Array<{
+          name: string
+          status: string
+        }>
+        assert.deepEqual(
+          listed.map((r) => [r.name, r.status]),
+          [['bin-wl', 'running']],
+        )
+        assert.equal((await runBin(['stop', 'bin-wl'])).code, 0)
+        assert.equal((await runBin(['rm', 'bin-wl'])).code, 0)
+      },
+    )
+
+    test(
       'the embedded Cedar wasm parses policies: a bad policy is refused naming its index, a good one lets proxy start',
       {timeout: 120_000},
       async () => {
