@@ -5,6 +5,7 @@ import AuthToken from './commands/auth/token.ts'
 import List from './commands/list.ts'
 import Logs from './commands/logs.ts'
 import Proxy from './commands/proxy.ts'
+import ProxyStdio from './commands/proxy/stdio.ts'
 import Rm from './commands/rm.ts'
 import Run from './commands/run.ts'
 import Stop from './commands/stop.ts'
@@ -20,6 +21,7 @@ export const COMMANDS = {
   list: List,
   logs: Logs,
   proxy: Proxy,
+  'proxy:stdio': ProxyStdio,
   rm: Rm,
   run: Run,
   stop: Stop,

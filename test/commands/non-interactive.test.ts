@@ -57,6 +57,26 @@ const ROWS: Record<string, Row[]> = {
       why: 'a remote login cannot start (no server) and nothing waits',
     },
   ],
+  'proxy:stdio': [
+    {
+      // stdin is closed: the relay ends at once, exit 0, with nothing on stdout.
+      argv: () => ['proxy', 'stdio', 'http://127.0.0.1:9/mcp'],
+      expect: {ends: 0},
+      why: 'a relay whose stdin is closed ends',
+    },
+    {
+      argv: () => [
+        'proxy',
+        'stdio',
+        'http://127.0.0.1:9/mcp',
+        '--remote-auth',
+        '--remote-auth-issuer',
+        'http://127.0.0.1:9',
+      ],
+      expect: {ends: 'non-zero'},
+      why: 'a remote login that would need a person fails at once',
+    },
+  ],
   'auth:token': [
     {
       argv: () => [

@@ -1,11 +1,8 @@
-import {mkdtemp, rm} from 'node:fs/promises'
 import {createServer, type Server} from 'node:http'
-import {randomUUID} from 'node:crypto'
-import {tmpdir} from 'node:os'
-import {join} from 'node:path'
 import type {Readable, Writable} from 'node:stream'
 import type {Logger} from '../log/logger.ts'
 import {closeGracefully} from '../http/listen.ts'
+import {listenOnSocket, privateSocket} from '../http/private-socket.ts'
 import {isRecord} from '../mcp/json-rpc.ts'
 import {SERVER_LIMITS} from '../proxy/server-limits.ts'
 import {answerJson} from './http-common.ts'
@@ -76,17 +73,11 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
     else answerJson(res, 404, errorMessage(null, -32601, 'Not found'))
   })
 
-  const {dir, socketPath} = await privateSocketPath()
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(socketPath, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
+  const socket = await privateSocket('bridge')
+  await listenOnSocket(server, socket.path)
 
   return {
-    socketPath,
+    socketPath: socket.path,
     attach(peer) {
       stdin = peer.stdin
       peer.stdin.on('error', (err) => logger.debug('server stdin closed', {error: err.message}))
@@ -119,15 +110,7 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
       streamable.closeAll()
       legacy.closeAll()
       await closeGracefully(server, 500)
-      if (dir) await rm(dir, {recursive: true, force: true})
+      await socket.remove()
     },
   }
-}
-
-async function privateSocketPath(): Promise<{dir?: string; socketPath: string}> {
-  if (process.platform === 'win32') return {socketPath: `\\\\.\\pipe\\toolgate-${randomUUID()}`}
-  // mkdtemp creates the directory 0700: nobody else can connect to the socket inside it. A short
-  // base (tmpdir) keeps the path under the 104/108-byte limit of sun_path.
-  const dir = await mkdtemp(join(tmpdir(), 'toolgate-'))
-  return {dir, socketPath: join(dir, 'bridge.sock')}
 }

@@ -11,6 +11,7 @@ import type {BearerAuthenticator} from '../auth/types.ts'
 import {isToolgateError} from '../errors.ts'
 import {isLoopbackHost} from '../http/loopback.ts'
 import {closeGracefully, listen, urlOf} from '../http/listen.ts'
+import {listenOnSocket} from '../http/private-socket.ts'
 import type {Logger} from '../log/logger.ts'
 import type {TokenExchanger} from '../token-exchange/exchanger.ts'
 import {createAdmission} from './admission.ts'
@@ -46,6 +47,11 @@ export interface ProxyConfig {
   targetUri: URL
   /** Reach the target through this unix socket / named pipe (`run`'s private bridge endpoint). */
   targetSocketPath?: string
+  /**
+   * Listen on this unix socket / named pipe instead of host:port (`proxy stdio`'s private hop:
+   * the pipeline adds the user's credentials, so no other local user may reach it).
+   */
+  listenSocketPath?: string
   host: string
   /** 0 = a free port. */
   port: number
@@ -223,7 +229,11 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
 
   let info: AddressInfo
   try {
-    info = await listen(server, {host: config.host, port: config.port}, '--port')
+    info = config.listenSocketPath
+      ? await listenOnSocket(server, config.listenSocketPath).then(
+          () => ({address: '127.0.0.1', family: 'IPv4', port: 0}) as AddressInfo,
+        )
+      : await listen(server, {host: config.host, port: config.port}, '--port')
   } catch (err) {
     await upstream.close()
     throw err

@@ -1,0 +1,183 @@
+import {SSEClientTransport} from '@modelcontextprotocol/sdk/client/sse.js'
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type {FetchLike, Transport} from '@modelcontextprotocol/sdk/shared/transport.js'
+import type {JSONRPCMessage} from '@modelcontextprotocol/sdk/types.js'
+import type {Logger} from '../log/logger.ts'
+
+/**
+ * The HTTP side of `proxy stdio`: one MCP session with the server, over streamable HTTP or the
+ * legacy SSE transport (the MCP SDK's client transports, used as raw message pipes — no client
+ * logic in between, so every message passes unchanged). It chooses the transport (`auto`: streamable
+ * HTTP, then SSE when the first POST gets 404/405, as legacy servers answer), and re-initializes
+ * transparently when the server forgets the session (404) by replaying the client's `initialize`.
+ */
+
+export type TransportKind = 'auto' | 'streamable-http' | 'sse'
+
+export interface UpstreamOptions {
+  url: URL
+  kind: TransportKind
+  fetch: FetchLike
+  logger: Logger
+  /** Every message from the server, as received. */
+  onMessage: (message: JSONRPCMessage) => void
+}
+
+const REPLAY_ID = '__toolgate_reinitialize'
+const RETRIES = 5
+
+export class UpstreamSession {
+  private transport: Transport | undefined
+  private kind: Exclude<TransportKind, 'auto'> | undefined
+  private initialize: JSONRPCMessage | undefined
+  private initialized = false
+  private protocolVersion: string | undefined
+  private replay: {resolve: () => void; reject: (err: Error) => void} | undefined
+  private reinitializing: Promise<void> | undefined
+  private readonly options: UpstreamOptions
+
+  constructor(options: UpstreamOptions) {
+    this.options = options
+    if (options.kind !== 'auto') this.kind = options.kind
+  }
+
+  /** Sends one client message; retried across network blips and a forgotten session. */
+  async send(message: JSONRPCMessage): Promise<void> {
+    const m = message as {method?: string; id?: unknown}
+    if (m.method === 'initialize' && 'id' in m) this.initialize = message
+    if (m.method === 'notifications/initialized') this.initialized = true
+    for (let attempt = 0; ; attempt++) {
+      await this.reinitializing
+      const transport = await this.open()
+      try {
+        await transport.send(message)
+        return
+      } catch (err) {
+        const status = err instanceof StreamableHTTPError ? err.code : undefined
+        if (
+          this.options.kind === 'auto' &&
+          this.kind === 'streamable-http' &&
+          m.method === 'initialize' &&
+          (status === 404 || status === 405)
+        ) {
+          this.options.logger.info('the server does not speak streamable HTTP; using legacy SSE', {
+            status,
+          })
+          await this.drop()
+          this.kind = 'sse'
+          continue
+        }
+        // 404 is what the spec prescribes for an unknown session; some servers (the reference
+        // server-everything among them) answer 400 "No valid session ID" instead.
+        const forgotten =
+          status === 404 || (status === 400 && /session/i.test((err as Error).message))
+        if (forgotten && m.method !== 'initialize' && this.initialize && attempt < RETRIES) {
+          await this.reinitialize()
+          continue
+        }
+        // Unreachable, or the pipeline's 502/503 while the server restarts or a login finishes.
+        const transient =
+          status === undefined ? isNetworkError(err) : status === 502 || status === 503
+        if (transient && attempt < RETRIES) {
+          const delay = 250 * 2 ** attempt
+          this.options.logger.warn('the server is unreachable; retrying', {
+            attempt: attempt + 1,
+            delayMs: delay,
+          })
+          await new Promise((r) => setTimeout(r, delay))
+          if (this.kind === 'sse') await this.drop() // an SSE stream does not survive a restart
+          continue
+        }
+        throw err
+      }
+    }
+  }
+
+  /** DELETE the session (streamable HTTP) and close the transport. */
+  async close(): Promise<void> {
+    const t = this.transport
+    if (t instanceof StreamableHTTPClientTransport && t.sessionId) {
+      await Promise.race([
+        t.terminateSession().catch(() => undefined),
+        new Promise((r) => setTimeout(r, 2_000)),
+      ])
+    }
+    await this.drop()
+  }
+
+  private async open(): Promise<Transport> {
+    if (this.transport) return this.transport
+    this.kind ??= 'streamable-http'
+    const {url, fetch} = this.options
+    const transport: Transport =
+      this.kind === 'sse'
+        ? new SSEClientTransport(url, {fetch, eventSourceInit: {fetch}})
+        : new StreamableHTTPClientTransport(url, {fetch})
+    transport.onmessage = (message) => this.received(message)
+    transport.onerror = (err) => this.options.logger.debug('transport error', {error: err.message})
+    this.transport = transport
+    await transport.start()
+    if (this.protocolVersion) transport.setProtocolVersion?.(this.protocolVersion)
+    return transport
+  }
+
+  private received(message: JSONRPCMessage): void {
+    const m = message as {
+      id?: unknown
+      result?: {protocolVersion?: unknown}
+      error?: {message?: string}
+    }
+    if (m.id === REPLAY_ID) {
+      if (m.result) this.replay?.resolve()
+      else
+        this.replay?.reject(new Error(`the server refused to re-initialize: ${m.error?.message}`))
+      return
+    }
+    if (typeof m.result?.protocolVersion === 'string' && this.isInitializeAnswer(m.id)) {
+      this.protocolVersion = m.result.protocolVersion
+      this.transport?.setProtocolVersion?.(this.protocolVersion)
+    }
+    this.options.onMessage(message)
+  }
+
+  private isInitializeAnswer(id: unknown): boolean {
+    return this.initialize !== undefined && (this.initialize as {id?: unknown}).id === id
+  }
+
+  /** The server forgot our session: a new one, set up with the client's own initialize. */
+  private reinitialize(): Promise<void> {
+    this.reinitializing ??= (async () => {
+      this.options.logger.warn(
+        'the server forgot the session (404); re-initializing with the client initialize',
+      )
+      await this.drop()
+      const transport = await this.open()
+      const answered = new Promise<void>((resolve, reject) => (this.replay = {resolve, reject}))
+      await transport.send({...(this.initialize as object), id: REPLAY_ID} as JSONRPCMessage)
+      await answered
+      if (this.initialized)
+        await transport.send({jsonrpc: '2.0', method: 'notifications/initialized'})
+    })().finally(() => {
+      this.reinitializing = undefined
+      this.replay = undefined
+    })
+    return this.reinitializing
+  }
+
+  private async drop(): Promise<void> {
+    const t = this.transport
+    this.transport = undefined
+    if (t) {
+      t.onclose = undefined
+      await t.close().catch(() => undefined)
+    }
+  }
+}
+
+function isNetworkError(err: unknown): boolean {
+  const text = `${(err as Error)?.message} ${String((err as {cause?: unknown})?.cause)}`
+  return /fetch failed|ECONNREFUSED|ECONNRESET|socket hang up|other side closed|UND_ERR/.test(text)
+}
