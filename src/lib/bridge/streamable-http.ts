@@ -64,6 +64,7 @@ class PostAnswer {
 class HttpSession implements ClientSink {
   readonly streams = new Map<JsonRpcId, PostAnswer>()
   standalone: SseWriter | undefined
+  lastSeen = Date.now()
 
   readonly id: string
   private readonly onEnd: () => void
@@ -92,8 +93,13 @@ class HttpSession implements ClientSink {
   }
 }
 
+// Clients often just go away without DELETE: a session with no open stream, no request in flight
+// and no request for this long is ended, so abandoned sessions never fill the session limit.
+export const SESSION_IDLE_MS = 10 * 60_000
+
 export class StreamableHttpEndpoint {
   private readonly sessions = new Map<string, HttpSession>()
+  private readonly sweep: NodeJS.Timeout
 
   private readonly mux: Multiplexer
   private readonly limits: BridgeLimits
@@ -101,6 +107,8 @@ export class StreamableHttpEndpoint {
   constructor(mux: Multiplexer, limits: BridgeLimits) {
     this.mux = mux
     this.limits = limits
+    this.sweep = setInterval(() => this.expireIdle(), 60_000)
+    this.sweep.unref()
   }
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -112,7 +120,21 @@ export class StreamableHttpEndpoint {
   }
 
   closeAll(): void {
+    clearInterval(this.sweep)
     for (const session of [...this.sessions.values()]) session.end()
+  }
+
+  /** Ends sessions nobody has used for SESSION_IDLE_MS (no stream open, nothing in flight). */
+  expireIdle(now = Date.now()): number {
+    let ended = 0
+    for (const session of [...this.sessions.values()]) {
+      const open = session.streams.size > 0 || (session.standalone && !session.standalone.closed)
+      if (open || now - session.lastSeen < SESSION_IDLE_MS) continue
+      this.mux.close(session.id, 'session expired')
+      session.end()
+      ended++
+    }
+    return ended
   }
 
   private async post(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -216,6 +238,7 @@ export class StreamableHttpEndpoint {
     }
     const session = this.sessions.get(id)
     if (!session) answerJson(res, 404, errorMessage(null, -32001, 'Session not found'))
+    else session.lastSeen = Date.now()
     return session
   }
 }
