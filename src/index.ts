@@ -6,6 +6,7 @@ import List from './commands/list.ts'
 import Logs from './commands/logs.ts'
 import Proxy from './commands/proxy.ts'
 import ProxyStdio from './commands/proxy/stdio.ts'
+import ProxyTunnel from './commands/proxy/tunnel.ts'
 import Rm from './commands/rm.ts'
 import Run from './commands/run.ts'
 import Stop from './commands/stop.ts'
@@ -22,6 +23,7 @@ export const COMMANDS = {
   logs: Logs,
   proxy: Proxy,
   'proxy:stdio': ProxyStdio,
+  'proxy:tunnel': ProxyTunnel,
   rm: Rm,
   run: Run,
   stop: Stop,

@@ -75,7 +75,13 @@ export async function runStdioRelay(input: StdioRelayInput): Promise<void> {
     onMessage: (m) => to.relay?.toClient(m),
   })
   const ready = pipeline.login()
-  const relay = new StdioRelay({input: input.input, write: input.writeLine, upstream, logger, ready})
+  const relay = new StdioRelay({
+    input: input.input,
+    write: input.writeLine,
+    upstream,
+    logger,
+    ready,
+  })
   to.relay = relay
   const stopped = new Promise<void>((resolve) =>
     input.signal.addEventListener('abort', () => resolve(), {once: true}),
