@@ -77,6 +77,36 @@ const ROWS: Record<string, Row[]> = {
       why: 'a remote login that would need a person fails at once',
     },
   ],
+  'proxy:tunnel': [
+    {
+      argv: () => [
+        'proxy',
+        'tunnel',
+        'http://127.0.0.1:9',
+        't',
+        '--tunnel-provider',
+        'ngrok',
+        '--provider-args',
+        '{"auth-token":"t","dry-run":true}',
+      ],
+      expect: {serves: true},
+      why: 'a dry-run tunnel stays up without asking anything',
+    },
+    {
+      argv: () => [
+        'proxy',
+        'tunnel',
+        'http://127.0.0.1:9',
+        't',
+        '--tunnel-provider',
+        'ssh',
+        '--provider-args',
+        '{"host":"127.0.0.1","port":9}',
+      ],
+      expect: {ends: 'non-zero'},
+      why: 'ssh in BatchMode never prompts: an unreachable host ends it',
+    },
+  ],
   'auth:token': [
     {
       argv: () => [

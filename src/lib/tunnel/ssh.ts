@@ -38,7 +38,8 @@ export const sshProvider: TunnelProvider = {
   },
   async prepare(args): Promise<SshPlan> {
     const host = args.host as string
-    const bind = (args['remote-bind'] as string | undefined) ?? 'localhost'
+    // IPv4 loopback: "localhost" may bind only ::1 on the server, which many clients do not try.
+    const bind = (args['remote-bind'] as string | undefined) ?? '127.0.0.1'
     const options = [
       'BatchMode=yes',
       'ExitOnForwardFailure=yes',
@@ -119,8 +120,9 @@ class SshTunnel {
           buffer = buffer.slice(nl + 1)
           if (!line.startsWith('debug') && line.trim()) messages.push(line)
           if (messages.length > 20) messages.shift()
+          // With remote port 0 the success line says "listen …:0"; the port comes in "Allocated port".
           const m = ALLOCATED.exec(line) ?? FORWARDED.exec(line)
-          if (m && !up) {
+          if (m && m[1] !== '0' && !up) {
             up = true
             this.attempts = 0
             const url = `http://${this.plan.bind}:${m[1]}`
