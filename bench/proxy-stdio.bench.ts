@@ -63,7 +63,8 @@ const relays: Record<string, string[]> = {
     '--transport',
     'http-only',
   ],
-  'toolgate proxy stdio': [join(ROOT, 'bin/dev.js'), 'proxy', 'stdio', url],
+  // bin/run.js: the built dist/ as users run it (npm package), the sources when it is not built.
+  'toolgate proxy stdio': [join(ROOT, 'bin/run.js'), 'proxy', 'stdio', url],
 }
 
 const rows: (string | number)[][] = []
