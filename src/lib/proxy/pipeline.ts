@@ -117,7 +117,21 @@ export async function startPipeline(
   deps: PipelineDeps,
   overrides: Partial<ProxyConfig> = {},
 ): Promise<Pipeline> {
-  const prepared = await preparePipeline(name, flags, deps)
+  return startPrepared(await preparePipeline(name, flags, deps), deps, overrides)
+}
+
+/** Whether a prepared pipeline changes anything on the way out (credentials, headers). */
+export function addsCredentials(prepared: PreparedPipeline): boolean {
+  const c = prepared.config
+  return Boolean(c.upstreamToken || c.tokenExchange || c.forwardHeaders.length > 0)
+}
+
+/** Starts a pipeline from preparePipeline's result (checks done, nothing listening yet). */
+export async function startPrepared(
+  prepared: PreparedPipeline,
+  deps: PipelineDeps,
+  overrides: Partial<ProxyConfig> = {},
+): Promise<Pipeline> {
   const config = Object.assign(prepared.config, overrides)
   const {startProxy} = await import('./proxy-server.ts')
   const proxy = await startProxy(config, {

@@ -4,7 +4,13 @@ import {Agent, fetch as undiciFetch} from 'undici'
 import {ToolgateError} from '../errors.ts'
 import {privateSocket} from '../http/private-socket.ts'
 import type {Logger} from '../log/logger.ts'
-import {startPipeline, type PipelineFlags} from '../proxy/pipeline.ts'
+import {
+  addsCredentials,
+  preparePipeline,
+  startPrepared,
+  type PipelineFlags,
+  type PreparedPipeline,
+} from '../proxy/pipeline.ts'
 import {findRunningWorkload, validateWorkloadName} from '../workloads/state.ts'
 import {StdioRelay} from './relay.ts'
 import {UpstreamSession, type TransportKind} from './upstream-session.ts'
@@ -15,6 +21,10 @@ import {UpstreamSession, type TransportKind} from './upstream-session.ts'
  * injection, one 401 retry with a refreshed token) listening on a private unix socket that only
  * this process uses, so the user's credentials are never offered on a port other local users reach.
  */
+
+// A head within 5 minutes (a JSON answer comes only when the tool is done); an SSE body may idle
+// as long as the server keeps the session (it sends keep-alives, the SDK reconnects otherwise).
+const AGENT_LIMITS = {headersTimeout: 300_000, bodyTimeout: 0}
 
 export interface StdioRelayInput {
   target: string
@@ -51,20 +61,18 @@ export async function resolveTarget(target: string): Promise<URL> {
 export async function runStdioRelay(input: StdioRelayInput): Promise<void> {
   const {logger} = input
   const remote = await resolveTarget(input.target)
-  const socket = await privateSocket('stdio')
-  const pipeline = await startPipeline(
+  const prepared = await preparePipeline(
     'stdio',
     {...input.flags, 'target-uri': remote.href} as PipelineFlags,
     {logger, json: input.json, isTTY: input.isTTY, write: input.writeErr},
-    {listenSocketPath: socket.path, targetUri: new URL(remote.origin), drainMs: 1_000},
-  ).catch(async (err: unknown) => {
-    await socket.remove()
-    throw err
-  })
-  const agent = new Agent({connect: {socketPath: socket.path}})
+  )
+  // Nothing to add on the way out (no token, no header): talk to the server directly, one HTTP hop
+  // less. Otherwise through the pipeline, on a socket only this process reaches.
+  const hop = addsCredentials(prepared) ? await privateHop(prepared, input, remote) : undefined
+  const agent = hop?.agent ?? new Agent({...AGENT_LIMITS, connect: {timeout: 10_000}})
   const fetch = ((url: string | URL, init?: RequestInit) =>
     undiciFetch(url, {...(init as object), dispatcher: agent})) as unknown as FetchLike
-  const local = new URL(remote.pathname + remote.search, 'http://localhost')
+  const local = hop ? new URL(remote.pathname + remote.search, 'http://localhost') : remote
   // The upstream delivers to the relay, which needs the upstream: tied through this holder.
   const to: {relay?: StdioRelay} = {}
   const upstream = new UpstreamSession({
@@ -74,7 +82,7 @@ export async function runStdioRelay(input: StdioRelayInput): Promise<void> {
     logger,
     onMessage: (m) => to.relay?.toClient(m),
   })
-  const ready = pipeline.login()
+  const ready = hop?.pipeline.login() ?? Promise.resolve()
   const relay = new StdioRelay({
     input: input.input,
     write: input.writeLine,
@@ -92,8 +100,22 @@ export async function runStdioRelay(input: StdioRelayInput): Promise<void> {
     await relay.drain()
   } finally {
     await upstream.close().catch(() => undefined)
-    await pipeline.close().catch(() => undefined)
+    await hop?.pipeline.close().catch(() => undefined)
     await agent.close().catch(() => undefined)
-    await socket.remove()
+    await hop?.socket.remove()
   }
+}
+
+/** The pipeline on a private unix socket, and an HTTP agent that reaches it. */
+async function privateHop(prepared: PreparedPipeline, input: StdioRelayInput, remote: URL) {
+  const socket = await privateSocket('stdio')
+  const pipeline = await startPrepared(
+    prepared,
+    {logger: input.logger, json: input.json, isTTY: input.isTTY, write: input.writeErr},
+    {listenSocketPath: socket.path, targetUri: new URL(remote.origin), drainMs: 1_000},
+  ).catch(async (err: unknown) => {
+    await socket.remove()
+    throw err
+  })
+  return {socket, pipeline, agent: new Agent({...AGENT_LIMITS, connect: {socketPath: socket.path}})}
 }
