@@ -105,12 +105,19 @@ export async function startWorkload(
     createdAt: now,
     updatedAt: now,
   }
+  // Writes are chained: two in flight could otherwise rename in the wrong order, leaving the older
+  // state on disk.
+  let writes = Promise.resolve()
   const save = async (patch: Partial<WorkloadState>) => {
     state = {...state, ...patch}
-    await writeWorkload(state, env).catch((err: Error) =>
-      logger.error('cannot write workload state', {error: err.message}),
+    const snapshot = state
+    writes = writes.then(() =>
+      writeWorkload(snapshot, env).catch((err: Error) =>
+        logger.error('cannot write workload state', {error: err.message}),
+      ),
     )
-    return state
+    await writes
+    return snapshot
   }
   await save({})
 
