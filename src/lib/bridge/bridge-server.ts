@@ -18,6 +18,9 @@ import {StreamableHttpEndpoint} from './streamable-http.ts'
  * and every limit stay in the one public front.
  */
 
+/** Bytes written to the server's stdin and not yet read by it, past which requests are refused. */
+export const MAX_STDIN_BACKLOG = 64 * 1024 * 1024
+
 export interface BridgeOptions {
   logger: Logger
   requestTimeoutMs: number
@@ -50,7 +53,17 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
     logger,
     requestTimeoutMs: options.requestTimeoutMs,
     send: (message: Message) => {
-      if (stdin?.writable) stdin.write(JSON.stringify(message) + '\n')
+      if (!stdin?.writable) return false
+      // A server that stops reading its stdin: refuse rather than buffer without bound.
+      if (stdin.writableLength > MAX_STDIN_BACKLOG) return false
+      // Messages written in one event-loop turn leave in one write: fewer syscalls and wake-ups.
+      if (!stdin.writableCorked) {
+        stdin.cork()
+        const corked = stdin
+        process.nextTick(() => corked.uncork())
+      }
+      stdin.write(JSON.stringify(message) + '\n')
+      return true
     },
   })
   const limits = {maxBodyBytes: options.maxBodyBytes, maxSessions: options.maxSessions ?? 1024}

@@ -23,8 +23,8 @@ export interface ClientSink {
 }
 
 export interface MultiplexerOptions {
-  /** Writes one message to the server's stdin. */
-  send: (message: Message) => void
+  /** Writes one message to the server's stdin; false when it cannot take it (not reading, gone). */
+  send: (message: Message) => boolean | void
   requestTimeoutMs: number
   logger: Logger
   /** Bound on requests in flight over all sessions (each holds a timer and a map entry). */
@@ -206,7 +206,14 @@ export class Multiplexer {
     }
     this.pending.set(globalId, req)
     session.pending.add(globalId)
-    this.options.send({...message, id: globalId})
+    if (this.options.send({...message, id: globalId}) === false) {
+      this.settle(globalId, req)
+      session.sink.deliver(
+        errorMessage(clientId, SERVER_UNAVAILABLE, 'the MCP server is not reading its input'),
+        clientId,
+      )
+      return undefined
+    }
     return globalId
   }
 

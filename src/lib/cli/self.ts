@@ -4,9 +4,10 @@ import {createRequire} from 'node:module'
  * How to start this same program again (a detached `run`): the standalone executable is its own
  * program; from npm or source it is Node with this process's flags and entry script.
  */
-export function selfInvocation(): {command: string; args: string[]} {
+export function selfInvocation(nodeFlags: string[] = []): {command: string; args: string[]} {
+  // A single executable passes its own arguments to the program, not to Node: flags are dropped.
   if (isSingleExecutable()) return {command: process.execPath, args: []}
-  return {command: process.execPath, args: [...process.execArgv, process.argv[1]!]}
+  return {command: process.execPath, args: [...nodeFlags, ...process.execArgv, process.argv[1]!]}
 }
 
 function isSingleExecutable(): boolean {

@@ -17,7 +17,7 @@ import {
 function setup(requestTimeoutMs = 60_000) {
   const toServer: Message[] = []
   const mux = new Multiplexer({
-    send: (m) => toServer.push(m),
+    send: (m) => void toServer.push(m),
     requestTimeoutMs,
     logger: createLogger({level: 'error', write: () => undefined}),
   })
@@ -206,5 +206,23 @@ describe('bridge multiplexer', () => {
     })
     assert.deepEqual(a.ended, ['MCP server exited (code 7)'])
     assert.equal(mux.sessionCount, 0)
+  })
+
+  it('answers at once when the server cannot take a request (not reading its stdin)', () => {
+    const got: Message[] = []
+    const mux = new Multiplexer({
+      send: () => false,
+      requestTimeoutMs: 60_000,
+      logger: createLogger({level: 'error', write: () => undefined}),
+    })
+    mux.open('a', {deliver: (m) => got.push(m), end: () => undefined})
+    mux.fromClient('a', {jsonrpc: '2.0', id: 4, method: 'tools/call', params: {}})
+    assert.deepEqual(got, [
+      {
+        jsonrpc: '2.0',
+        id: 4,
+        error: {code: SERVER_UNAVAILABLE, message: 'the MCP server is not reading its input'},
+      },
+    ])
   })
 })
