@@ -38,7 +38,8 @@ process.on('exit', () => {
 })
 for (let i = 0; i < 100; i++) {
   if (
-    await fetch(`http://127.0.0.1:${port}/mcp`).then(
+    // Bounded: a GET the server holds open as a stream must not stall the bench.
+    await fetch(`http://127.0.0.1:${port}/mcp`, {signal: AbortSignal.timeout(1_000)}).then(
       () => true,
       () => false,
     )
