@@ -10,15 +10,27 @@
  */
 import type {Logger} from '../log/logger.ts'
 import {ToolgateError} from '../errors.ts'
-import {authorize, policyToJson, preparsePolicySet, type CedarPolicyJson} from './cedar-engine.ts'
+import {
+  authorize,
+  policyToJson,
+  preparsePolicySet,
+  type CedarEntity,
+  type CedarPolicyJson,
+} from './cedar-engine.ts'
 import {LruCache} from '../cache/lru.ts'
-import {EntityModel, type PrincipalPart, type ResourceSpec} from './entity-model.ts'
+import {
+  EntityModel,
+  type BuiltRequest,
+  type PrincipalPart,
+  type ResourceSpec,
+} from './entity-model.ts'
 import type {AuthzConfig} from './policy-file.ts'
 import {uidKey} from './entities-json.ts'
 import {
   exactResource,
   PermitIndex,
   referencedAttributes,
+  usesPrincipalIdentity,
   usesResourceIdentity,
 } from './policy-analysis.ts'
 
@@ -62,6 +74,7 @@ export class Authorizer {
   readonly #cache: LruCache<string, Decision>
   readonly #permits: PermitIndex | undefined
   readonly #logger: Logger | undefined
+  readonly #principalIdentity: boolean
 
   constructor(config: AuthzConfig, options: AuthorizerOptions = {}) {
     const ids = Object.keys(config.policies)
@@ -115,6 +128,7 @@ export class Authorizer {
     // loaded, so the same request always gets the same answer (no expiry needed).
     this.#cache = new LruCache({maxEntries: options.cacheSize ?? 10_000})
     this.#logger = options.logger
+    this.#principalIdentity = usesPrincipalIdentity(asts) || definedTypes.has('Client')
   }
 
   principal(subject: string, claims: Record<string, unknown>): PrincipalPart {
@@ -140,11 +154,40 @@ export class Authorizer {
     return decision
   }
 
+  /**
+   * Decides `action` on any resource entity, without a decision line in the log (the registry
+   * filters lists with this and logs one line per request). `cache: false` skips the decision
+   * cache for callers that keep their own.
+   */
+  decideEntity(
+    principal: PrincipalPart,
+    action: string,
+    resource: CedarEntity,
+    options: {cache?: boolean} = {},
+  ): Decision {
+    return this.#evaluate(this.model.buildFor(principal, action, resource), options.cache ?? true)
+  }
+
+  /**
+   * Text that is equal for two principals whenever every policy must answer them alike: their
+   * referenced claims and their groups, plus their id only when a policy can tell ids apart
+   * (`principal == Client::"x"`, or Client entities in entities_json). Callers with the same key
+   * may share cached results.
+   */
+  equivalenceKey(principal: PrincipalPart): string {
+    if (this.#principalIdentity) return principal.key
+    return JSON.stringify([principal.entity.attrs, principal.entity.parents])
+  }
+
   #decide(principal: PrincipalPart, spec: ResourceSpec): Decision {
-    const {request, key: fullKey, identityFreeKey} = this.model.build(principal, spec)
+    return this.#evaluate(this.model.build(principal, spec), true)
+  }
+
+  #evaluate(built: BuiltRequest, useCache: boolean): Decision {
+    const {request, key: fullKey, identityFreeKey} = built
     const subset = this.#byResource.get(uidKey(request.resource)) ?? this.#general
     const key = `${subset.id}\n${subset.identity ? fullKey : identityFreeKey}`
-    const hit = this.#cache.get(key)
+    const hit = useCache ? this.#cache.get(key) : undefined
     if (hit) return {...hit, cached: true}
     let decision: Decision
     if (
@@ -173,7 +216,7 @@ export class Authorizer {
         })
       }
     }
-    this.#cache.set(key, decision)
+    if (useCache) this.#cache.set(key, decision)
     return decision
   }
 }

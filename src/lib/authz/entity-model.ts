@@ -96,6 +96,11 @@ export class EntityModel {
     return {type: ACTION_RESOURCE[spec.action], id: spec.id}
   }
 
+  /** Whether a policy reads attribute `name` (attributes no policy reads are left out of requests). */
+  keeps(name: string): boolean {
+    return !this.#keep || this.#keep(name)
+  }
+
   build(principal: PrincipalPart, spec: ResourceSpec): BuiltRequest {
     const keep = this.#keep
     const uid = this.resourceUid(spec)
@@ -108,20 +113,33 @@ export class EntityModel {
         if (typeof v === 'boolean' && (!keep || keep(n))) attrs[n] = v
       }
     }
-    const resource: CedarEntity = {uid, attrs, parents: []}
-    const action = {type: 'Action', id: spec.action}
+    return this.buildFor(principal, spec.action, {uid, attrs, parents: []}, argAttrs)
+  }
+
+  /**
+   * A request for any action on any resource entity (the registry's `Server` entities use this);
+   * `extraContext` joins the principal's claims in the context.
+   */
+  buildFor(
+    principal: PrincipalPart,
+    actionId: string,
+    resource: CedarEntity,
+    extraContext: Record<string, CedarValue> = {},
+  ): BuiltRequest {
+    const uid = resource.uid as CedarEntityUid
     const request: CedarRequest = {
       principal: principal.uid,
-      action,
+      action: {type: 'Action', id: actionId},
       resource: uid,
-      context: {...principal.claimContext, ...argAttrs},
+      context: {...principal.claimContext, ...extraContext},
       entities: this.#entities(principal.entity, resource),
     }
-    const attrText = JSON.stringify(attrs)
+    const attrText = JSON.stringify(resource.attrs)
+    const parents = resource.parents.length === 0 ? '' : JSON.stringify(resource.parents)
     return {
       request,
-      key: `${principal.key}\n${spec.action}\n${uid.type}\n${JSON.stringify(uid.id)}\n${attrText}`,
-      identityFreeKey: `${principal.key}\n${spec.action}\n${uid.type}\n*\n${attrText}`,
+      key: `${principal.key}\n${actionId}\n${uid.type}\n${JSON.stringify(uid.id)}\n${attrText}${parents}`,
+      identityFreeKey: `${principal.key}\n${actionId}\n${uid.type}\n*\n${attrText}${parents}`,
     }
   }
 

@@ -186,3 +186,48 @@ export function usesResourceIdentity(policies: CedarPolicyJson[]): boolean {
   }
   return used
 }
+
+/**
+ * Whether the decision of these policies can depend on who the principal is, beyond its
+ * attributes and its parents (groups): a principal scope `==` (or a template slot), or `principal`
+ * used as a value in a condition other than the left side of `in` (`principal == Client::"x"`,
+ * `principal.claim_sub` is an attribute, not identity). When it cannot, two callers with the same
+ * groups and the same referenced claims get the same answers, and may share cached results.
+ */
+export function usesPrincipalIdentity(policies: CedarPolicyJson[]): boolean {
+  let used = false
+  const visit = (node: unknown): void => {
+    if (used) return
+    if (Array.isArray(node)) {
+      for (const n of node) visit(n)
+      return
+    }
+    if (typeof node !== 'object' || node === null) return
+    for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+      if (key === 'Value') continue
+      if ((key === '.' || key === 'has') && typeof value === 'object' && value !== null) {
+        const left = (value as {left?: unknown}).left
+        if (!isVar(left, 'principal')) visit(left)
+        continue
+      }
+      if (key === 'in' && typeof value === 'object' && value !== null) {
+        const {left, right} = value as {left?: unknown; right?: unknown}
+        if (!isVar(left, 'principal')) visit(left)
+        visit(right)
+        continue
+      }
+      if (key === 'Var' && value === 'principal') used = true
+      visit(value)
+    }
+  }
+  for (const p of policies) {
+    const scope = (p as unknown as {principal: Constraint}).principal
+    if (scope.op === '==' || scope.slot !== undefined) return true
+    visit((p as {conditions?: unknown}).conditions ?? [])
+  }
+  return used
+}
+
+function isVar(node: unknown, name: string): boolean {
+  return typeof node === 'object' && node !== null && (node as {Var?: unknown}).Var === name
+}

@@ -17,7 +17,9 @@ export function checkAuth(
   override: AuthMode | undefined,
 ): AuthConfig {
   const o: Obj =
-    value === undefined || value === null ? {} : (c.object(value, 'auth', ['mode', 'oauth']) ?? {})
+    value === undefined || value === null
+      ? {}
+      : (c.object(value, 'auth', ['mode', 'oauth', 'authz']) ?? {})
   let mode: AuthMode = 'oauth' // secure by default: absent auth or absent mode means oauth
   const fileMode = c.string(o.mode, 'auth.mode')
   if (fileMode !== undefined) {

@@ -6,6 +6,7 @@ import {ToolgateError} from '../errors.ts'
 import type {RegistryDefinition, SourceConfig} from '../registry/types.ts'
 import {Checker} from './checker.ts'
 import {checkAuth, type AuthConfig, type AuthMode} from './serve-config-auth.ts'
+import {checkRegistryAuthz, type RegistryAuthzSpec} from './serve-config-authz.ts'
 import {checkRegistries, checkSources} from './serve-config-sources.ts'
 import {absPath, checkReadableFile} from './config-fields.ts'
 
@@ -34,6 +35,8 @@ export interface ServeConfig {
   registries: RegistryDefinition[]
   storage: StorageConfig
   auth: AuthConfig
+  /** `auth.authz`: the registry's Cedar policy; undefined shows every server to every caller. */
+  authz?: RegistryAuthzSpec
   /** Absolute path of the file this came from; undefined for the built-in empty config. */
   file?: string
 }
@@ -115,6 +118,11 @@ export function validateServeConfig(
   const registries = checkRegistries(c, root.registries, sources)
   const storage = checkStorage(c, root.storage, baseDir, options.defaultDbPath)
   const auth = checkAuth(c, root.auth, baseDir, options.authMode)
+  const authObj = root.auth
+  const authz =
+    typeof authObj === 'object' && authObj !== null && !Array.isArray(authObj)
+      ? checkRegistryAuthz(c, (authObj as Record<string, unknown>).authz, baseDir)
+      : undefined
 
   if (c.problems.length > 0) {
     const where = file ? `config file ${file}` : 'configuration'
@@ -123,7 +131,7 @@ export function validateServeConfig(
       details: {problems: c.problems},
     })
   }
-  return {sources, registries, storage, auth, ...(file ? {file} : {})}
+  return {sources, registries, storage, auth, ...(authz ? {authz} : {}), ...(file ? {file} : {})}
 }
 
 function checkStorage(

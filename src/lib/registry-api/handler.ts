@@ -1,7 +1,11 @@
+import {createHash} from 'node:crypto'
 import {ToolgateError} from '../errors.ts'
-import type {ListQuery, RegistryStore, ServerEntry} from '../registry/types.ts'
+import type {ListQuery, RegistryStore} from '../registry/types.ts'
 import type {RegistryRoute} from './paths.ts'
 import {parseListQuery} from './query.ts'
+import type {RegistryViewer} from '../registry-authz/registry-policy.ts'
+import {listBody, listText} from './bodies.ts'
+import {answerFilteredRoute} from './filtered-answer.ts'
 import {ResponseCache} from './response-cache.ts'
 
 /**
@@ -48,11 +52,13 @@ export async function answerRegistryRoute(
   store: RegistryStore,
   route: RegistryRoute,
   queryString: string,
+  viewer?: RegistryViewer,
 ): Promise<string> {
   // Parameters are validated before the registry lookup so a bad request is a 400 everywhere.
   const query = route.kind === 'list_servers' ? parseListQuery(queryString) : undefined
   if (!store.hasRegistry(route.registry))
     throw new ToolgateError('ERR_REGISTRY_NOT_FOUND', 'registry not found')
+  if (viewer) return answerFilteredRoute(store, route, query, viewer)
   const fast = textReader(store)
   switch (route.kind) {
     case 'list_servers': {
@@ -87,8 +93,22 @@ export async function answerRegistryRoute(
   }
 }
 
-/** Answers registry routes as UTF-8 bytes, through a ResponseCache when the store is versioned. */
-export type RegistryResponder = (route: RegistryRoute, queryString: string) => Promise<Buffer>
+/**
+ * Answers registry routes as UTF-8 bytes, through a ResponseCache when the store is versioned.
+ * With a viewer (a registry policy is configured) the answer holds only what that caller may see,
+ * and cached bodies are shared only by callers of the same policy equivalence class.
+ */
+export type RegistryResponder = (
+  route: RegistryRoute,
+  queryString: string,
+  viewer?: ScopedViewer,
+) => Promise<Buffer>
+
+/** A viewer and the policy generation it belongs to (a reloaded policy never sees older bodies). */
+export interface ScopedViewer {
+  viewer: RegistryViewer
+  generation: number
+}
 
 /** Default budget of the response cache: ~200 pages of 30 typical entries. */
 export const DEFAULT_RESPONSE_CACHE_BYTES = 16 * 1024 * 1024
@@ -102,20 +122,28 @@ export function createRegistryResponder(
   const source = versioned(store)
   const budget = options.cacheBytes ?? DEFAULT_RESPONSE_CACHE_BYTES
   const cache = source && budget > 0 ? new ResponseCache({maxBytes: budget}) : undefined
-  return async (route, queryString) => {
+  return async (route, queryString, scoped) => {
+    const viewer = scoped?.viewer
     if (!cache || queryString.length > MAX_CACHED_QUERY) {
-      return Buffer.from(await answerRegistryRoute(store, route, queryString))
+      return Buffer.from(await answerRegistryRoute(store, route, queryString, viewer))
     }
-    const key = cacheKey(route, queryString)
+    const key = scoped
+      ? `${classDigest(scoped.viewer.classKey)}\0${cacheKey(route, queryString)}`
+      : cacheKey(route, queryString)
     // Read before answering: a sync committing meanwhile bumps the version, so this body is
     // filed under the older version and dropped at the next lookup, never served as newer data.
-    const version = source!.dataVersion()
+    const version = `${source!.dataVersion()}/${scoped?.generation ?? 0}`
     const hit = cache.get(key, version)
     if (hit) return hit
-    const body = Buffer.from(await answerRegistryRoute(store, route, queryString))
+    const body = Buffer.from(await answerRegistryRoute(store, route, queryString, viewer))
     cache.set(key, version, body)
     return body
   }
+}
+
+// Class keys hold claim values: a digest keeps cache keys short and claims out of the key space.
+function classDigest(classKey: string): string {
+  return createHash('sha256').update(classKey).digest('base64url')
 }
 
 function cacheKey(route: RegistryRoute, queryString: string): string {
@@ -128,18 +156,4 @@ function cacheKey(route: RegistryRoute, queryString: string): string {
     case 'get_version':
       return `g\0${route.registry}\0${route.serverName}\0${route.version}`
   }
-}
-
-// Built by hand so the order of keys is fixed and nextCursor is left out, not null, when absent.
-function metadata(count: number, nextCursor: string | undefined): string {
-  const cursor = nextCursor === undefined ? '' : `,"nextCursor":${JSON.stringify(nextCursor)}`
-  return `"metadata":{"count":${count}${cursor}}}`
-}
-
-function listBody(servers: ServerEntry[], nextCursor: string | undefined): string {
-  return `{"servers":${JSON.stringify(servers)},${metadata(servers.length, nextCursor)}`
-}
-
-function listText(servers: string[], nextCursor: string | undefined): string {
-  return `{"servers":[${servers.join(',')}],${metadata(servers.length, nextCursor)}`
 }

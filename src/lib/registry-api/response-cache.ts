@@ -18,7 +18,7 @@ export class ResponseCache {
   readonly maxEntryBytes: number
   #entries = new Map<string, Buffer>()
   #bytes = 0
-  #version: number | undefined
+  #version: number | string | undefined
 
   constructor(options: ResponseCacheOptions) {
     this.maxBytes = Math.max(0, options.maxBytes)
@@ -34,7 +34,7 @@ export class ResponseCache {
   }
 
   /** The body stored under `key` for data version `version`, or undefined. */
-  get(key: string, version: number): Buffer | undefined {
+  get(key: string, version: number | string): Buffer | undefined {
     if (version !== this.#version) {
       this.#reset(version)
       return undefined
@@ -48,7 +48,7 @@ export class ResponseCache {
     return hit
   }
 
-  set(key: string, version: number, body: Buffer): void {
+  set(key: string, version: number | string, body: Buffer): void {
     if (version !== this.#version) this.#reset(version)
     if (body.length > this.maxEntryBytes) return
     const old = this.#entries.get(key)
@@ -65,7 +65,7 @@ export class ResponseCache {
     }
   }
 
-  #reset(version: number): void {
+  #reset(version: number | string): void {
     this.#entries.clear()
     this.#bytes = 0
     this.#version = version

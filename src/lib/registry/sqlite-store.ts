@@ -107,6 +107,14 @@ export class SqliteRegistryStore implements RegistryStore {
     return reads.listServersText(this.#c, registry, query)
   }
 
+  /** Rows with their positions for lists filtered by policy (see reads.scanServersText). */
+  async scanServersText(
+    registry: string,
+    query: ListQuery,
+  ): Promise<{rows: reads.EntryTextRow[]; more: boolean}> {
+    return reads.scanServersText(this.#c, registry, query)
+  }
+
   async listVersions(registry: string, name: string): Promise<ServerEntry[] | undefined> {
     return reads.listVersions(this.#c, registry, name)
   }

@@ -6,6 +6,8 @@ import type {ServeMetrics} from '../metrics/serve-metrics.ts'
 import {createRegistryResponder} from '../registry-api/handler.ts'
 import {matchRegistryPath, type RegistryRoute} from '../registry-api/paths.ts'
 import type {RegistryStore} from '../registry/types.ts'
+import type {Principal} from '../auth/types.ts'
+import type {RegistryPolicy} from '../registry-authz/registry-policy.ts'
 import type {AuthGate} from './auth-gate.ts'
 import {hasDotSegment} from './dot-segments.ts'
 import {isReadMethod, sendErrorBody, sendMethodNotAllowed, sendText} from './respond.ts'
@@ -27,6 +29,8 @@ export interface MainHandlerOptions {
   gate: AuthGate | undefined
   /** Budget of the registry response cache in bytes (0 turns it off). */
   responseCacheBytes?: number
+  /** The registry policy in force (`auth.authz`), read per request so a reload takes effect. */
+  policy?: (() => RegistryPolicy) | undefined
 }
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
@@ -83,7 +87,12 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
       else sendText(res, 200, prmBody)
       return isPrm ? 'protected_resource_metadata' : 'well_known'
     }
-    if (gate && !(await gate.check(req, res, url))) return 'unauthorized'
+    let caller: Principal | undefined
+    if (gate) {
+      const checked = await gate.check(req, res, url)
+      if (checked === false) return 'unauthorized'
+      caller = checked ?? undefined
+    }
 
     let route: RegistryRoute | undefined
     try {
@@ -101,7 +110,10 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
     if (!isReadMethod(req.method)) sendMethodNotAllowed(res)
     else {
       try {
-        sendText(res, 200, await answer(route, query))
+        const policy = opts.policy?.()
+        // Without a token (anonymous mode, a public path) the caller is Client::"anonymous".
+        const scoped = policy && {viewer: policy.viewer(caller), generation: policy.generation}
+        sendText(res, 200, await answer(route, query, scoped))
       } catch (err) {
         fail(res, err, req)
       }

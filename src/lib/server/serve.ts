@@ -16,6 +16,7 @@ import {createServeMetrics} from '../metrics/serve-metrics.ts'
 import {buildOpenApi} from '../registry-api/openapi.ts'
 import {SqliteRegistryStore} from '../registry/sqlite-store.ts'
 import type {RegistryStore} from '../registry/types.ts'
+import type {RegistryPolicyRuntime} from '../registry-authz/policy-runtime.ts'
 import {versionInfo} from '../version.ts'
 import {createAuthGate} from './auth-gate.ts'
 import {createInternalHandler} from './internal-handler.ts'
@@ -123,6 +124,16 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
       )
     }
 
+    let policy: RegistryPolicyRuntime | undefined
+    if (config.authz) {
+      const {RegistryPolicyRuntime} = await import('../registry-authz/policy-runtime.ts')
+      policy = await RegistryPolicyRuntime.start(config.authz, {
+        logger: logger.child({component: 'authz'}),
+        dataVersion: () => sqlite.dataVersion(),
+      })
+      cleanups.push(async () => policy!.close())
+    }
+
     const oauth = config.auth.mode === 'oauth' ? config.auth.oauth : undefined
     const mainHandler = createMainHandler({
       store,
@@ -136,6 +147,7 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
         }),
       ),
       protectedResourceJson: oauth ? protectedResourceMetadata(oauth) : undefined,
+      policy: policy && (() => policy.current()),
       gate:
         oauth && authenticator
           ? createAuthGate(oauth, authenticator, logger.child({component: 'auth'}))

@@ -22,6 +22,7 @@ export function selectPage(
   query: ListQuery,
   kind: string,
   columns: string,
+  maxLimit = 100,
 ): Page {
   requireRegistry(c, registry)
   const after = query.cursor !== undefined ? decodeCursor(query.cursor) : undefined
@@ -32,7 +33,7 @@ export function selectPage(
   if (updatedSince !== undefined && Number.isNaN(updatedSince)) {
     throw new ToolgateError('ERR_BAD_PARAMETER', 'updated_since: not a valid date-time')
   }
-  const limit = Math.max(1, Math.min(100, Math.floor(query.limit)))
+  const limit = Math.max(1, Math.min(maxLimit, Math.floor(query.limit)))
 
   const where = ['re.registry = ?']
   const params: (string | number)[] = [registry]

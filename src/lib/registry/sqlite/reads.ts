@@ -65,3 +65,34 @@ export function getVersionText(
   const row = selectVersion(c, registry, name, version, 'get_text', ENTRY_TEXT_COLUMNS)
   return row ? (row.entry as string) : undefined
 }
+
+/** One scanned row of a filtered list: its position and its entry text. */
+export interface EntryTextRow {
+  name: string
+  version: string
+  entry: string
+}
+
+/** Largest batch a filtered list scans at once (see registry-authz/filtered-reads.ts). */
+export const MAX_SCAN_BATCH = 2048
+
+/**
+ * Up to `query.limit` rows (at most MAX_SCAN_BATCH) from `query.cursor` on, with their positions,
+ * and whether more rows follow: the building block of a list filtered by policy, which scans past
+ * hidden rows and makes its own cursors from the rows it shows.
+ */
+export function scanServersText(
+  c: StoreConnections,
+  registry: string,
+  query: ListQuery,
+): {rows: EntryTextRow[]; more: boolean} {
+  const page = selectPage(c, registry, query, 'scan_text', ENTRY_TEXT_COLUMNS, MAX_SCAN_BATCH)
+  return {
+    rows: page.rows.map((r) => ({
+      name: r.page_name as string,
+      version: r.page_version as string,
+      entry: r.entry as string,
+    })),
+    more: page.next !== undefined,
+  }
+}
