@@ -23,28 +23,44 @@ export interface AuthGate {
   ): Promise<Principal | null | false>
 }
 
+export interface AuthGateOptions {
+  /**
+   * On a public path, a request that carries a token is still identified (a registry policy shows
+   * its caller what that caller may see); a missing or refused token there makes the caller
+   * anonymous, never a 401, since the path is public.
+   */
+  identifyOnPublicPaths?: boolean
+}
+
 export function createAuthGate(
   oauth: OAuthConfig,
   authenticator: BearerAuthenticator,
   logger: Logger,
+  options: AuthGateOptions = {},
 ): AuthGate {
   const publicPaths = oauth.publicPaths
+  const authenticate = async (req: IncomingMessage) => {
+    try {
+      // Every Authorization header the client sent: two of them are an RFC 6750 §3.1
+      // invalid_request, which req.headers.authorization (first one only) would hide.
+      return await authenticator.authenticate(authorizationOf(req))
+    } catch (err) {
+      logger.error('authenticator failed', {err: err as Error})
+      return {
+        ok: false as const,
+        error: 'invalid_token' as const,
+        description: 'token could not be validated',
+      }
+    }
+  }
   return {
     async check(req, res, rawPath) {
-      if (isPublicPath(rawPath, publicPaths)) return null
-      let outcome
-      try {
-        // Every Authorization header the client sent: two of them are an RFC 6750 §3.1
-        // invalid_request, which req.headers.authorization (first one only) would hide.
-        outcome = await authenticator.authenticate(authorizationOf(req))
-      } catch (err) {
-        logger.error('authenticator failed', {err: err as Error})
-        outcome = {
-          ok: false as const,
-          error: 'invalid_token' as const,
-          description: 'token could not be validated',
-        }
+      if (isPublicPath(rawPath, publicPaths)) {
+        if (!options.identifyOnPublicPaths || req.headers.authorization === undefined) return null
+        const outcome = await authenticate(req)
+        return outcome.ok ? outcome.principal : null
       }
+      const outcome = await authenticate(req)
       if (outcome.ok) {
         logger.debug('authenticated', {
           provider: outcome.principal.provider,

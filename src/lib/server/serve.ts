@@ -150,7 +150,9 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
       policy: policy && (() => policy.current()),
       gate:
         oauth && authenticator
-          ? createAuthGate(oauth, authenticator, logger.child({component: 'auth'}))
+          ? createAuthGate(oauth, authenticator, logger.child({component: 'auth'}), {
+              identifyOnPublicPaths: policy !== undefined,
+            })
           : undefined,
     })
     // Headers up to 96 KB: an oversized bearer token must reach the gate and get the contract's
