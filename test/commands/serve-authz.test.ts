@@ -8,7 +8,6 @@
 import {after, before, describe, test} from 'node:test'
 import assert from 'node:assert/strict'
 import {rmSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {startOidcProvider, type OidcProviderFixture} from '../helpers/oidc-provider.ts'
 import {
@@ -102,11 +101,17 @@ after(async () => {
   if (dir) rmSync(dir, {recursive: true, force: true})
 })
 
-async function get(path: string, token?: string): Promise<{status: number; body: any}> {
+interface Body {
+  servers: {server: {name: string; version: string}}[]
+  metadata: {count: number; nextCursor?: string}
+  error?: string
+}
+
+async function get(path: string, token?: string): Promise<{status: number; body: Body}> {
   const res = await fetch(s.url + path, {
     headers: token ? {authorization: `Bearer ${token}`} : {},
   })
-  return {status: res.status, body: await res.json()}
+  return {status: res.status, body: (await res.json()) as Body}
 }
 
 async function walk(token: string | undefined, limit: number, query = ''): Promise<string[]> {
@@ -120,7 +125,7 @@ async function walk(token: string | undefined, limit: number, query = ''): Promi
     assert.equal(r.status, 200, JSON.stringify(r.body))
     assert.equal(r.body.metadata.count, r.body.servers.length)
     if (r.body.metadata.nextCursor) assert.equal(r.body.servers.length, limit)
-    keys.push(...r.body.servers.map((e: any) => `${e.server.name}@${e.server.version}`))
+    keys.push(...r.body.servers.map((e) => `${e.server.name}@${e.server.version}`))
     cursor = r.body.metadata.nextCursor
     if (!cursor) return keys
   }
@@ -172,7 +177,7 @@ describe('who sees what', () => {
     const a = await get(internal, tokens.a)
     assert.equal(a.status, 200)
     assert.deepEqual(
-      a.body.servers.map((e: any) => `${e.server.name}@${e.server.version}`),
+      a.body.servers.map((e) => `${e.server.name}@${e.server.version}`),
       await walk(tokens.a, 100),
     )
   })
