@@ -23,14 +23,15 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 
 export async function load(
   url: string,
-  opts: {connections?: number; seconds?: number} = {},
+  opts: {connections?: number; seconds?: number; headers?: Record<string, string>} = {},
 ): Promise<LoadResult> {
   if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)[:/]/.test(url))
     throw new Error(`loopback only: ${url}`)
   const connections = opts.connections ?? 64
   // Warm-up (JIT, caches, connection setup) is not measured.
-  await autocannon({url, connections, duration: 1})
-  const r = await autocannon({url, connections, duration: opts.seconds ?? 4})
+  const headers = opts.headers ?? {}
+  await autocannon({url, connections, duration: 1, headers})
+  const r = await autocannon({url, connections, duration: opts.seconds ?? 4, headers})
   return {
     rps: r.requests.average,
     p50: r.latency.p50,

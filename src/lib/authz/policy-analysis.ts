@@ -231,3 +231,72 @@ export function usesPrincipalIdentity(policies: CedarPolicyJson[]): boolean {
 function isVar(node: unknown, name: string): boolean {
   return typeof node === 'object' && node !== null && (node as {Var?: unknown}).Var === name
 }
+
+/**
+ * Whether a policy's principal scope can match a principal with this uid and these parents, when
+ * group entities have no parents of their own (no hierarchy in entities_json; with one, pass
+ * `hierarchy` and every `in` scope is kept). A policy whose scope cannot match is skipped by
+ * Cedar before its conditions, so leaving it out of the set evaluated for that principal changes
+ * no decision, deciding policy or error.
+ */
+export function principalScopeMayMatch(
+  policy: CedarPolicyJson,
+  uid: CedarEntityUid,
+  parents: CedarEntityUid[],
+  hierarchy: boolean,
+): boolean {
+  const c = (policy as unknown as {principal: Constraint}).principal
+  if (c.slot !== undefined) return true
+  const inMatches = (target: unknown): boolean => {
+    if (hierarchy) return true
+    const e = uidOf(target)
+    if (e === undefined) return true
+    if (e.type === uid.type && e.id === uid.id) return true
+    return parents.some((p) => p.type === e.type && p.id === e.id)
+  }
+  switch (c.op) {
+    case 'All':
+      return true
+    case '==':
+      return matchesEq(c, uid)
+    case 'in':
+      return inMatches(c.entity)
+    case 'is':
+      return (
+        (c.entity_type === undefined || c.entity_type === uid.type) &&
+        (c.in === undefined || inMatches((c.in as {entity?: unknown}).entity ?? c.in))
+      )
+    default:
+      return true
+  }
+}
+
+/**
+ * Whether any policy uses attribute `attr` of some entity as a whole value (`resource.meta ==
+ * {…}`, `resource.meta.contains(…)`) rather than only reading its fields (`resource.meta.team`,
+ * `resource.meta has team`). When it does not, fields of that record that no policy names cannot
+ * influence a decision and may be left out of requests.
+ */
+export function usedAsWholeValue(policies: CedarPolicyJson[], attr: string): boolean {
+  let whole = false
+  const visit = (node: unknown, accessed: boolean): void => {
+    if (whole) return
+    if (Array.isArray(node)) {
+      for (const n of node) visit(n, false)
+      return
+    }
+    if (typeof node !== 'object' || node === null) return
+    for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+      if (key === 'Value') continue
+      if ((key === '.' || key === 'has') && typeof value === 'object' && value !== null) {
+        const v = value as {left?: unknown; attr?: unknown}
+        if (key === '.' && v.attr === attr && !accessed) whole = true
+        visit(v.left, true)
+        continue
+      }
+      visit(value, false)
+    }
+  }
+  for (const p of policies) visit((p as {conditions?: unknown}).conditions ?? [], false)
+  return whole
+}

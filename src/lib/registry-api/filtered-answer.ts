@@ -8,7 +8,7 @@
  * - A hidden server or version is `404 not found`, exactly as a missing one: existence does not leak.
  */
 import {ToolgateError} from '../errors.ts'
-import {encodeCursor} from '../registry/cursor.ts'
+import {decodeCursor, encodeCursor} from '../registry/cursor.ts'
 import type {ListQuery, RegistryStore, ServerEntry} from '../registry/types.ts'
 import type {RegistryViewer} from '../registry-authz/registry-policy.ts'
 import {listText} from './bodies.ts'
@@ -17,21 +17,21 @@ import type {RegistryRoute} from './paths.ts'
 interface ScanRow {
   name: string
   version: string
-  entry: string
+  /** The entry's JSON text, read on demand. */
+  entry(): string
 }
 
-/** A store that can scan rows with their positions (SqliteRegistryStore). */
+/** A store that can scan positions and read entries on demand (SqliteRegistryStore). */
 interface RowScanner {
-  scanServersText(registry: string, query: ListQuery): Promise<{rows: ScanRow[]; more: boolean}>
+  scanServers(registry: string, query: ListQuery): Promise<{rows: ScanRow[]; more: boolean}>
 }
 
 const FIRST_BATCH = 64
 const MAX_BATCH = 2048
 
-function scanner(store: RegistryStore): RowScanner['scanServersText'] {
+function scanner(store: RegistryStore): RowScanner['scanServers'] {
   const candidate = store as RegistryStore & Partial<RowScanner>
-  if (typeof candidate.scanServersText === 'function')
-    return candidate.scanServersText.bind(candidate)
+  if (typeof candidate.scanServers === 'function') return candidate.scanServers.bind(candidate)
   // Any other store: its public pages (at most 100 rows), whose cursor is the last row scanned.
   return async (registry, query) => {
     const page = await store.listServers(registry, {...query, limit: Math.min(query.limit, 100)})
@@ -39,7 +39,7 @@ function scanner(store: RegistryStore): RowScanner['scanServersText'] {
       rows: page.servers.map((e) => ({
         name: e.server.name,
         version: e.server.version,
-        entry: JSON.stringify(e),
+        entry: () => JSON.stringify(e),
       })),
       more: page.nextCursor !== undefined,
     }
@@ -87,17 +87,23 @@ async function filteredList(
   query: ListQuery,
   viewer: RegistryViewer,
 ): Promise<string> {
+  if (viewer.seesNothing) {
+    // Nothing to scan for; a bad cursor is still the 400 it is for everyone else.
+    if (query.cursor !== undefined) decodeCursor(query.cursor)
+    return listText([], undefined)
+  }
   const scan = scanner(store)
-  const shown: ScanRow[] = []
+  const shown: {row: ScanRow; text: string}[] = []
   let cursor = query.cursor
   // Enough for a page when most rows are visible; doubled while the caller sees few.
   let batch = Math.min(MAX_BATCH, Math.max(FIRST_BATCH, (query.limit + 1) * 2))
   for (;;) {
     const {rows, more} = await scan(registry, {...query, cursor, limit: batch})
     for (const row of rows) {
-      const load = () => JSON.parse(row.entry) as ServerEntry
+      let text: string | undefined
+      const load = () => JSON.parse((text ??= row.entry())) as ServerEntry
       if (!viewer.allows('list_servers', registry, row.name, row.version, load)) continue
-      shown.push(row)
+      shown.push({row, text: text ?? row.entry()})
       if (shown.length > query.limit) break
     }
     const last = rows[rows.length - 1]
@@ -110,11 +116,11 @@ async function filteredList(
   let nextCursor: string | undefined
   if (shown.length > query.limit) {
     shown.length = query.limit
-    const end = shown[shown.length - 1]!
+    const end = shown[shown.length - 1]!.row
     nextCursor = encodeCursor({name: end.name, version: end.version})
   }
   return listText(
-    shown.map((r) => r.entry),
+    shown.map((s) => s.text),
     nextCursor,
   )
 }

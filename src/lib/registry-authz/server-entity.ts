@@ -12,10 +12,16 @@ import {toCedarValue} from '../authz/claims.ts'
 import type {EntityModel} from '../authz/entity-model.ts'
 import {OFFICIAL_META_KEY, type ServerEntry} from '../registry/types.ts'
 
+export interface ServerEntityOptions {
+  /** No policy uses `resource.meta` as a whole value (see usedAsWholeValue): keep named fields only. */
+  metaFieldsOnly?: boolean
+}
+
 export function serverEntity(
   entry: ServerEntry,
   registry: string,
   model: EntityModel,
+  options: ServerEntityOptions = {},
 ): CedarEntity {
   const server = entry.server
   const official = entry._meta?.[OFFICIAL_META_KEY]
@@ -33,7 +39,13 @@ export function serverEntity(
   put('registry', () => registry)
   put('remote', () => Array.isArray(server.remotes) && server.remotes.length > 0)
   put('packageTypes', () => packageTypes(server.packages))
-  put('meta', () => ownMeta(server._meta))
+  put('meta', () => {
+    const meta = ownMeta(server._meta)
+    if (!options.metaFieldsOnly) return meta
+    // Publisher blocks carry per-version noise (release timestamps): fields no policy names are
+    // left out, so rows that differ only there share one decision.
+    return Object.fromEntries(Object.entries(meta).filter(([k]) => model.keeps(k)))
+  })
   return {
     uid: {type: 'Server', id: server.name},
     attrs,
@@ -56,9 +68,9 @@ function packageTypes(packages: unknown): CedarValue[] {
   return [...types]
 }
 
-function ownMeta(meta: unknown): CedarValue {
+function ownMeta(meta: unknown): Record<string, CedarValue> {
   if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return {}
   const rest = {...(meta as Record<string, unknown>)}
   delete rest[OFFICIAL_META_KEY]
-  return toCedarValue(rest) ?? {}
+  return (toCedarValue(rest) ?? {}) as Record<string, CedarValue>
 }

@@ -107,12 +107,12 @@ export class SqliteRegistryStore implements RegistryStore {
     return reads.listServersText(this.#c, registry, query)
   }
 
-  /** Rows with their positions for lists filtered by policy (see reads.scanServersText). */
-  async scanServersText(
+  /** Positions, entries on demand, for lists filtered by policy (see reads.scanServers). */
+  async scanServers(
     registry: string,
     query: ListQuery,
-  ): Promise<{rows: reads.EntryTextRow[]; more: boolean}> {
-    return reads.scanServersText(this.#c, registry, query)
+  ): Promise<{rows: reads.ScannedRow[]; more: boolean}> {
+    return reads.scanServers(this.#c, registry, query)
   }
 
   async listVersions(registry: string, name: string): Promise<ServerEntry[] | undefined> {

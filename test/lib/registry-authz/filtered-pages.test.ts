@@ -289,3 +289,24 @@ describe('caching', () => {
     )
   })
 })
+
+test('a caller who sees nothing gets an empty page at once, and a bad cursor is still a 400', async () => {
+  const nobody = new RegistryPolicy(
+    validateAuthzConfig({
+      version: '1.0',
+      type: 'cedarv1',
+      cedar: {policies: ['permit(principal in ToolgateGroup::"x", action, resource);']},
+    }),
+  ).viewer(undefined)
+  assert.equal(nobody.seesNothing, true)
+  const page = JSON.parse(await answerRegistryRoute(store, LIST, 'limit=5', nobody)) as Page
+  assert.deepEqual(page, {servers: [], metadata: {count: 0}})
+  await assert.rejects(
+    answerRegistryRoute(store, LIST, 'cursor=bm9wZQ', nobody),
+    (err: unknown) => {
+      assert.ok(isToolgateError(err))
+      assert.equal(err.code, 'ERR_BAD_PARAMETER')
+      return true
+    },
+  )
+})

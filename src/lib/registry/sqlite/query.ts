@@ -9,6 +9,8 @@ import type {StoreConnections} from './connections.ts'
  * an index range scan costing the same at any depth (keyset pagination, no OFFSET).
  */
 const FROM = 'FROM registry_entries re JOIN source_versions sv ON sv.id = re.entry_id '
+/** The index alone, for scans that read positions and fetch entries later (filtered lists). */
+export const FROM_INDEX = 'FROM registry_entries re '
 
 export interface Page {
   rows: Record<string, unknown>[]
@@ -23,6 +25,7 @@ export function selectPage(
   kind: string,
   columns: string,
   maxLimit = 100,
+  from = FROM,
 ): Page {
   requireRegistry(c, registry)
   const after = query.cursor !== undefined ? decodeCursor(query.cursor) : undefined
@@ -69,7 +72,7 @@ export function selectPage(
   const stmt = c.stmt(
     `${kind}_${shape}`,
     `SELECT re.name AS page_name, re.version AS page_version, ${columns} ` +
-      FROM +
+      from +
       `WHERE ${where.join(' AND ')} ORDER BY re.name, re.version LIMIT ?`,
   )
   const rows = stmt.all(...params)

@@ -1,7 +1,7 @@
 import type {ListQuery, ListResult, ServerEntry} from '../types.ts'
 import type {StoreConnections} from './connections.ts'
 import {ENTRY_COLUMNS, ENTRY_TEXT_COLUMNS, toEntry, type EntryRow} from './entry-columns.ts'
-import {selectPage, selectVersion, selectVersions} from './query.ts'
+import {FROM_INDEX, selectPage, selectVersion, selectVersions} from './query.ts'
 
 /**
  * The store's reads, each in two forms: entry objects, and entry JSON text assembled by SQLite
@@ -66,32 +66,45 @@ export function getVersionText(
   return row ? (row.entry as string) : undefined
 }
 
-/** One scanned row of a filtered list: its position and its entry text. */
-export interface EntryTextRow {
+/** One scanned row of a filtered list: its position, and its entry text on demand. */
+export interface ScannedRow {
   name: string
   version: string
-  entry: string
+  entry(): string
 }
 
-/** Largest batch a filtered list scans at once (see registry-authz/filtered-reads.ts). */
+/** Largest batch a filtered list scans at once (see registry-api/filtered-answer.ts). */
 export const MAX_SCAN_BATCH = 2048
 
 /**
- * Up to `query.limit` rows (at most MAX_SCAN_BATCH) from `query.cursor` on, with their positions,
- * and whether more rows follow: the building block of a list filtered by policy, which scans past
- * hidden rows and makes its own cursors from the rows it shows.
+ * Up to `query.limit` positions (at most MAX_SCAN_BATCH) from `query.cursor` on, and whether more
+ * follow: the building block of a list filtered by policy, which scans past hidden rows and makes
+ * its own cursors from the rows it shows. The scan reads the primary-key index only; an entry's
+ * text (~1 KB) is read when asked for, for rows the policy must see or the page shows.
  */
-export function scanServersText(
+export function scanServers(
   c: StoreConnections,
   registry: string,
   query: ListQuery,
-): {rows: EntryTextRow[]; more: boolean} {
-  const page = selectPage(c, registry, query, 'scan_text', ENTRY_TEXT_COLUMNS, MAX_SCAN_BATCH)
+): {rows: ScannedRow[]; more: boolean} {
+  const page = selectPage(
+    c,
+    registry,
+    query,
+    'scan',
+    're.entry_id AS entry_id',
+    MAX_SCAN_BATCH,
+    FROM_INDEX,
+  )
+  const byId = c.stmt(
+    'entry_by_id',
+    `SELECT ${ENTRY_TEXT_COLUMNS} FROM source_versions sv WHERE sv.id = ?`,
+  )
   return {
     rows: page.rows.map((r) => ({
       name: r.page_name as string,
       version: r.page_version as string,
-      entry: r.entry as string,
+      entry: () => byId.get(r.entry_id as number)?.entry as string,
     })),
     more: page.next !== undefined,
   }
