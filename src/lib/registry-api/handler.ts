@@ -122,6 +122,7 @@ export function createRegistryResponder(
   const source = versioned(store)
   const budget = options.cacheBytes ?? DEFAULT_RESPONSE_CACHE_BYTES
   const cache = source && budget > 0 ? new ResponseCache({maxBytes: budget}) : undefined
+  const inFlight = new Map<string, Promise<Buffer>>()
   return async (route, queryString, scoped) => {
     const viewer = scoped?.viewer
     if (!cache || queryString.length > MAX_CACHED_QUERY) {
@@ -135,9 +136,23 @@ export function createRegistryResponder(
     const version = `${source!.dataVersion()}/${scoped?.generation ?? 0}`
     const hit = cache.get(key, version)
     if (hit) return hit
-    const body = Buffer.from(await answerRegistryRoute(store, route, queryString, viewer))
-    cache.set(key, version, body)
-    return body
+    // Single flight: concurrent misses of one page share one computation. Without it, N clients
+    // asking for a page that is expensive to build (a filtered list scanning past many hidden
+    // rows) build it N times at once, and none finishes until all do.
+    const flightKey = `${version}\0${key}`
+    const pending = inFlight.get(flightKey)
+    if (pending) return pending
+    const computing = answerRegistryRoute(store, route, queryString, viewer).then((text) => {
+      const body = Buffer.from(text)
+      cache.set(key, version, body)
+      return body
+    })
+    inFlight.set(flightKey, computing)
+    try {
+      return await computing
+    } finally {
+      inFlight.delete(flightKey)
+    }
   }
 }
 

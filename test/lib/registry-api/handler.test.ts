@@ -148,3 +148,28 @@ test('with the cache off every request reads the store', async (t) => {
   await on(LIST, '')
   assert.equal(reads, 3)
 })
+
+test('concurrent misses of one page are computed once (single flight), later ones hit the cache', async () => {
+  const store = await openStore()
+  await store.replaceSource('a', servers('x'), T0)
+  const calls = new Map<string, number>()
+  const counted = new Proxy(store, {
+    get(target, key) {
+      const value = Reflect.get(target, key) as unknown
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        calls.set(String(key), (calls.get(String(key)) ?? 0) + 1)
+        return (value as (...a: unknown[]) => unknown).apply(target, args)
+      }
+    },
+  })
+  const answer = createRegistryResponder(counted)
+  const bodies = await Promise.all(Array.from({length: 20}, () => answer(LIST, 'limit=2')))
+  assert.equal(new Set(bodies.map((b) => b.toString('utf8'))).size, 1)
+  assert.equal(calls.get('listServersText'), 1)
+  await answer(LIST, 'limit=2')
+  assert.equal(calls.get('listServersText'), 1)
+  await answer(LIST, 'limit=3')
+  assert.equal(calls.get('listServersText'), 2)
+  await store.close()
+})
