@@ -17,8 +17,14 @@ import type {RegistryRoute} from './paths.ts'
 interface ScanRow {
   name: string
   version: string
-  /** The entry's JSON text, read on demand. */
-  entry(): string
+  /** The entry's JSON text, read on demand; undefined when the row was removed meanwhile. */
+  entry(): string | undefined
+}
+
+class EntryGone extends Error {}
+
+function gone(): never {
+  throw new EntryGone()
 }
 
 /** A store that can scan positions and read entries on demand (SqliteRegistryStore). */
@@ -101,9 +107,16 @@ async function filteredList(
     const {rows, more} = await scan(registry, {...query, cursor, limit: batch})
     for (const row of rows) {
       let text: string | undefined
-      const load = () => JSON.parse((text ??= row.entry())) as ServerEntry
-      if (!viewer.allows('list_servers', registry, row.name, row.version, load)) continue
-      shown.push({row, text: text ?? row.entry()})
+      const read = () => (text ??= row.entry() ?? gone())
+      try {
+        const load = () => JSON.parse(read()) as ServerEntry
+        if (!viewer.allows('list_servers', registry, row.name, row.version, load)) continue
+        shown.push({row, text: read()})
+      } catch (err) {
+        // Removed by another process's sync between the scan and the read: not there any more.
+        if (err instanceof EntryGone) continue
+        throw err
+      }
       if (shown.length > query.limit) break
     }
     const last = rows[rows.length - 1]

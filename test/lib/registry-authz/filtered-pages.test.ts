@@ -310,3 +310,30 @@ test('a caller who sees nothing gets an empty page at once, and a bad cursor is 
     },
   )
 })
+
+test('a row removed between the scan and the read (another process synced) is skipped, not a 500', async () => {
+  const vanished = 'io.team-a/srv-000@1.0.0'
+  const racing = new Proxy(store, {
+    get(target, key) {
+      if (key === 'scanServers')
+        return async (registry: string, query: Parameters<typeof store.scanServers>[1]) => {
+          const page = await target.scanServers(registry, query)
+          return {
+            ...page,
+            rows: page.rows.map((r) =>
+              `${r.name}@${r.version}` === vanished ? {...r, entry: () => undefined} : r,
+            ),
+          }
+        }
+      const value = Reflect.get(target, key) as unknown
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+  // A fresh policy: no decision about the row is cached yet, so it must be read.
+  const fresh = new RegistryPolicy(
+    validateAuthzConfig({version: '1.0', type: 'cedarv1', cedar: {policies: POLICIES}}),
+  )
+  const {keys} = await walk(racing, '', 7, fresh.viewer(callers[0]!.principal))
+  assert.ok(!keys.includes(vanished))
+  assert.ok(keys.includes('io.team-a/srv-000@1.0.0'.replace('srv-000', 'srv-001')))
+})

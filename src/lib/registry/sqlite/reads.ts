@@ -70,7 +70,8 @@ export function getVersionText(
 export interface ScannedRow {
   name: string
   version: string
-  entry(): string
+  /** Undefined when the row was removed since the scan (a sync by another process). */
+  entry(): string | undefined
 }
 
 /** Largest batch a filtered list scans at once (see registry-api/filtered-answer.ts). */
@@ -104,7 +105,7 @@ export function scanServers(
     rows: page.rows.map((r) => ({
       name: r.page_name as string,
       version: r.page_version as string,
-      entry: () => byId.get(r.entry_id as number)?.entry as string,
+      entry: () => byId.get(r.entry_id as number)?.entry as string | undefined,
     })),
     more: page.next !== undefined,
   }
