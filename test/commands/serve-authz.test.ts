@@ -223,6 +223,46 @@ describe('policy changes', () => {
     assert.deepEqual(await walk(tokens.a, 100), now)
   })
 
+  test('anonymous mode with an inline policy: a public registry that hides internal servers', async () => {
+    const d = tempDir()
+    let anon: ServeProcess | undefined
+    try {
+      writeConfig(d, 'servers.json', JSON.stringify(servers()))
+      const config = writeConfig(
+        d,
+        'serve.json',
+        JSON.stringify({
+          sources: [{name: 'local', file: {path: './servers.json'}}],
+          auth: {
+            mode: 'anonymous',
+            authz: {
+              cedar: {
+                policies: [
+                  'permit(principal == Client::"anonymous", action, resource) unless { resource.namespace like "io.team-*" };',
+                ],
+              },
+            },
+          },
+        }),
+      )
+      anon = await startServe(['--config', config], {dir: d})
+      const res = await fetch(`${anon.url}${LIST}?limit=100`)
+      const body = (await res.json()) as Body
+      assert.equal(res.status, 200)
+      assert.deepEqual(
+        body.servers.map((e) => `${e.server.name}@${e.server.version}`),
+        sorted(all.filter((x) => x.name.startsWith('com.vendor/'))),
+      )
+      const hidden = await fetch(
+        `${anon.url}/registry/default/v0.1/servers/${encodeURIComponent('io.team-a/tool-00')}/versions`,
+      )
+      assert.equal(hidden.status, 404)
+    } finally {
+      await anon?.stop()
+      rmSync(d, {recursive: true, force: true})
+    }
+  })
+
   test('startup refuses a broken policy, naming the policy index and the parser message', async () => {
     const d = tempDir()
     try {
