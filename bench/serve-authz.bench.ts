@@ -10,6 +10,7 @@
  *   the first evaluation of every decision; the walk reports its mean page time, its first page
  *   and its page at 90% depth;
  *   a second walk with the policy: decisions cached, pages not (another page size).
+ * Both servers run at once and the load cells alternate between them.
  *
  * Env: BENCH_SECONDS (default 4), BENCH_VERSIONS (default 100000).
  */
@@ -139,39 +140,63 @@ const baseConfig = (dir: string) => [
 
 interface Run {
   label: string
-  first: LoadResult
-  deep: LoadResult
+  first: LoadResult[]
+  deep: LoadResult[]
   cold: Walk
   warm?: Walk
   rssMb: number
 }
 
-async function measure(
+interface Server {
+  label: string
+  serve: Proc & {url: string}
+  listUrl: string
+  run: Run
+}
+
+async function prepare(
   label: string,
   authz: string[],
   headers: Record<string, string>,
-): Promise<Run> {
+): Promise<Server> {
   log(`${label}: starting over ${VERSIONS} versions`)
-  const s = await startServe(label.replace(/\W+/g, '-'), authz)
-  const listUrl = `${s.url}/registry/default/v0.1/servers`
+  const serve = await startServe(label.replace(/\W+/g, '-'), authz)
+  const listUrl = `${serve.url}/registry/default/v0.1/servers`
   const cold = await walk(listUrl, 100, headers)
   log(`${label}: cold walk ${cold.pages} pages, ${cold.total} entries`)
   const warm = authz.length > 0 ? await walk(listUrl, 99, headers) : undefined
-  const first = await load(`${listUrl}?limit=30`, {
-    connections: CONNECTIONS,
-    seconds: SECONDS,
-    headers,
-  })
-  const deep = await load(`${listUrl}?limit=30&cursor=${encodeURIComponent(cold.deepCursor)}`, {
-    connections: CONNECTIONS,
-    seconds: SECONDS,
-    headers,
-  })
-  for (const r of [first, deep])
-    if (r.non2xx + r.errors > 0) log(`WARNING ${label}: ${r.non2xx} non-2xx, ${r.errors} errors`)
-  const rssMb = peakRssMb(s.child.pid as number)
-  await s.stop()
-  return {label, first, deep, cold, ...(warm ? {warm} : {}), rssMb}
+  return {
+    label,
+    serve,
+    listUrl,
+    run: {label, first: [], deep: [], cold, ...(warm ? {warm} : {}), rssMb: 0},
+  }
+}
+
+// Both servers run at once and their cells alternate (A, B, A, B), so a burst of other work on
+// the machine colours both sides alike; each figure is the mean of ROUNDS cells.
+const ROUNDS = 2
+
+async function loadCells(servers: Server[], headers: Record<string, string>): Promise<void> {
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const kind of ['first', 'deep'] as const) {
+      for (const s of servers) {
+        const url =
+          kind === 'first'
+            ? `${s.listUrl}?limit=30`
+            : `${s.listUrl}?limit=30&cursor=${encodeURIComponent(s.run.cold.deepCursor)}`
+        const r = await load(url, {connections: CONNECTIONS, seconds: SECONDS, headers})
+        if (r.non2xx + r.errors > 0)
+          log(`WARNING ${s.label}: ${r.non2xx} non-2xx, ${r.errors} errors`)
+        s.run[kind].push(r)
+      }
+    }
+  }
+  for (const s of servers) s.run.rssMb = peakRssMb(s.serve.child.pid as number)
+}
+
+function mean(cells: LoadResult[], key: 'rps' | 'p50' | 'p99' | 'mean'): number {
+  return cells.reduce((a, c) => a + c[key], 0) / cells.length
 }
 
 async function main(): Promise<void> {
@@ -188,32 +213,32 @@ async function main(): Promise<void> {
     )
     const token = await op.issueAccessToken({sub: 'carol', claims: {groups: ['team-3']}})
     const headers = {authorization: `Bearer ${token}`}
-    const plain = await measure('no policy', [], headers)
-    const policy = await measure(
-      '20 policies, caller sees 10%',
-      [`  authz: {policyFile: ${JSON.stringify(join(work, 'policy.json'))}}`],
-      headers,
-    )
-
+    const servers = [
+      await prepare('no policy', [], headers),
+      await prepare(
+        '20 policies, caller sees 10%',
+        [`  authz: {policyFile: ${JSON.stringify(join(work, 'policy.json'))}}`],
+        headers,
+      ),
+    ]
+    await loadCells(servers, headers)
+    const [plain, policy] = servers.map((s) => s.run) as [Run, Run]
     const rows: (string | number)[][] = []
     for (const r of [plain, policy]) {
-      rows.push([
-        `${r.label}: first page (limit=30)`,
-        fmt(r.first.rps, 0),
-        fmt(r.first.p50, 1),
-        fmt(r.first.p99, 1),
-        fmt(r.first.mean, 2),
-      ])
-      rows.push([
-        `${r.label}: page @90% (limit=30)`,
-        fmt(r.deep.rps, 0),
-        fmt(r.deep.p50, 1),
-        fmt(r.deep.p99, 1),
-        fmt(r.deep.mean, 2),
-      ])
+      for (const [kind, cells] of [
+        ['first page', r.first],
+        ['page @90%', r.deep],
+      ] as const)
+        rows.push([
+          `${r.label}: ${kind} (limit=30)`,
+          fmt(mean(cells, 'rps'), 0),
+          fmt(mean(cells, 'p50'), 1),
+          fmt(mean(cells, 'p99'), 1),
+          fmt(mean(cells, 'mean'), 2),
+        ])
     }
     process.stdout.write(
-      `\n## serve-authz: registry authorization, oauth mode, ${VERSIONS} versions, ${CONNECTIONS} connections, ${SECONDS}s per cell (${new Date().toISOString()})\n\n`,
+      `\n## serve-authz: registry authorization, oauth mode, ${VERSIONS} versions, ${CONNECTIONS} connections, ${SECONDS}s per cell, mean of ${ROUNDS} alternating rounds (${new Date().toISOString()})\n\n`,
     )
     process.stdout.write(table(['scenario', 'req/s', 'p50 ms', 'p99 ms', 'mean ms'], rows) + '\n\n')
     const walkRow = (label: string, w: Walk) => [
@@ -251,8 +276,8 @@ async function main(): Promise<void> {
     )
 
     const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL')
-    const share = policy.first.rps / plain.first.rps
-    const depth = policy.deep.mean / policy.first.mean
+    const share = mean(policy.first, 'rps') / mean(plain.first, 'rps')
+    const depth = mean(policy.deep, 'mean') / mean(policy.first, 'mean')
     const coldDepth = policy.cold.deepMs / policy.cold.firstMs
     const targets = [
       [
