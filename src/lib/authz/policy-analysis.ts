@@ -159,9 +159,31 @@ export function exactResource(policy: CedarPolicyJson): CedarEntityUid | undefin
  * with the same attributes get the same answer, and one cache entry serves both.
  */
 export function usesResourceIdentity(policies: CedarPolicyJson[]): boolean {
-  let used = false
+  for (const p of policies) {
+    const op = (p as unknown as {resource: Constraint}).resource.op
+    if (op !== 'All' && op !== 'is') return true
+    const inner = (p as unknown as {resource: Constraint}).resource.in
+    if (inner !== undefined) return true
+  }
+  return anyExpression(
+    policies,
+    (key, value, accessed) => key === 'Var' && value === 'resource' && !accessed,
+  )
+}
+
+/**
+ * Walks every condition expression (Cedar's JSON form) of the policies and says whether `found`
+ * holds for some `key: value` pair. `accessed` is true for the object on the left of `.` or
+ * `has` (an entity or record whose field is read, not used as a whole value). Literal data
+ * (`Value`) is not an expression and is skipped.
+ */
+function anyExpression(
+  policies: CedarPolicyJson[],
+  found: (key: string, value: unknown, accessed: boolean) => boolean,
+): boolean {
+  let hit = false
   const visit = (node: unknown, accessed: boolean): void => {
-    if (used) return
+    if (hit) return
     if (Array.isArray(node)) {
       for (const n of node) visit(n, false)
       return
@@ -169,22 +191,19 @@ export function usesResourceIdentity(policies: CedarPolicyJson[]): boolean {
     if (typeof node !== 'object' || node === null) return
     for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
       if (key === 'Value') continue
+      if (found(key, value, accessed)) {
+        hit = true
+        return
+      }
       if ((key === '.' || key === 'has') && typeof value === 'object' && value !== null) {
         visit((value as {left?: unknown}).left, true)
         continue
       }
-      if (key === 'Var' && value === 'resource' && !accessed) used = true
       visit(value, false)
     }
   }
-  for (const p of policies) {
-    const op = (p as unknown as {resource: Constraint}).resource.op
-    if (op !== 'All' && op !== 'is') return true
-    const inner = (p as unknown as {resource: Constraint}).resource.in
-    if (inner !== undefined) return true
-    visit((p as {conditions?: unknown}).conditions ?? [], false)
-  }
-  return used
+  for (const p of policies) visit((p as {conditions?: unknown}).conditions ?? [], false)
+  return hit
 }
 
 /**
@@ -278,25 +297,9 @@ export function principalScopeMayMatch(
  * influence a decision and may be left out of requests.
  */
 export function usedAsWholeValue(policies: CedarPolicyJson[], attr: string): boolean {
-  let whole = false
-  const visit = (node: unknown, accessed: boolean): void => {
-    if (whole) return
-    if (Array.isArray(node)) {
-      for (const n of node) visit(n, false)
-      return
-    }
-    if (typeof node !== 'object' || node === null) return
-    for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
-      if (key === 'Value') continue
-      if ((key === '.' || key === 'has') && typeof value === 'object' && value !== null) {
-        const v = value as {left?: unknown; attr?: unknown}
-        if (key === '.' && v.attr === attr && !accessed) whole = true
-        visit(v.left, true)
-        continue
-      }
-      visit(value, false)
-    }
-  }
-  for (const p of policies) visit((p as {conditions?: unknown}).conditions ?? [], false)
-  return whole
+  return anyExpression(
+    policies,
+    (key, value, accessed) =>
+      key === '.' && (value as {attr?: unknown} | null)?.attr === attr && !accessed,
+  )
 }
