@@ -69,7 +69,12 @@ describe('toolgate proxy --remote-auth (real command, real oidc-provider)', () =
   it('logs in once through the printed URL, keeps working across token expiries, and restarts without a login', async () => {
     const first = await start()
     const url = await waitFor('the login URL', () => loginUrl(first), first)
-    assert.match(first.stderr(), /Waiting for login \(30s\)…/)
+    // The waiting line is written right after the URL, but may reach the pipe in a later chunk.
+    await waitFor(
+      'the waiting line',
+      () => (/Waiting for login \(30s\)…/.test(first.stderr()) ? true : undefined),
+      first,
+    )
     // The proxy listens before the login: the startup line is out, and clients are told to retry.
     const proxyUrl = listening(first)
     assert.ok(proxyUrl, `no listening line before the login; stdout: ${first.stdout()}`)
