@@ -1,6 +1,7 @@
 import {basicAuthorization} from '../http/basic-auth.ts'
 import type {JsonResponse} from '../http/outbound.ts'
 import {checkClaims, type ClaimCheck} from './claims.ts'
+import type {ReasonCode} from './reasons.ts'
 
 /**
  * RFC 7662 token introspection, as a request builder and a response check (the I/O lives in the
@@ -35,7 +36,7 @@ export function introspectionRequest(
 
 export type IntrospectionVerdict =
   | {kind: 'accept'; claims: Record<string, unknown>}
-  | {kind: 'reject'; reason: string; expired?: boolean}
+  | {kind: 'reject'; reason: string; code: ReasonCode; expired?: boolean}
   | {kind: 'unavailable'; reason: string}
 
 /** Token types that are not a bearer access token (a refresh token must never pass as one). */
@@ -60,18 +61,24 @@ export function processIntrospectionResponse(
   }
   const claims = body as Record<string, unknown>
   // RFC 7662 §2.2: `active` is a boolean; anything but literal true is inactive.
-  if (claims.active !== true) return {kind: 'reject', reason: 'introspection: token not active'}
+  if (claims.active !== true)
+    return {kind: 'reject', reason: 'introspection: token not active', code: 'inactive'}
   if (
     claims.token_type !== undefined &&
     !ACCEPTED_TOKEN_TYPES.has(String(claims.token_type).toLowerCase())
   ) {
-    return {kind: 'reject', reason: 'introspection: not a bearer access token'}
+    return {
+      kind: 'reject',
+      reason: 'introspection: not a bearer access token',
+      code: 'not_access_token',
+    }
   }
   const check: ClaimCheck = checkClaims(claims, {...rules, requireIss: false})
   if (!check.ok)
     return {
       kind: 'reject',
       reason: 'introspection: ' + check.reason,
+      code: check.code,
       ...(check.expired ? {expired: true} : {}),
     }
   return {kind: 'accept', claims}
