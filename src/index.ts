@@ -1,6 +1,7 @@
 // Explicit command map (oclif "explicit" strategy): lets the CLI be bundled into one executable.
 // Keys are command ids. Topic commands use `:` in the id (`secret:set`); users type them with a
 // space (`toolgate secret set`) because package.json sets oclif's topicSeparator to ' '.
+import AuthExplain from './commands/auth/explain.ts'
 import AuthToken from './commands/auth/token.ts'
 import List from './commands/list.ts'
 import Logs from './commands/logs.ts'
@@ -18,6 +19,7 @@ import SecretSet from './commands/secret/set.ts'
 import SecretSetup from './commands/secret/setup.ts'
 
 export const COMMANDS = {
+  'auth:explain': AuthExplain,
   'auth:token': AuthToken,
   list: List,
   logs: Logs,

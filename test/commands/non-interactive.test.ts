@@ -120,6 +120,18 @@ const ROWS: Record<string, Row[]> = {
       why: 'no login can start, no wait',
     },
   ],
+  'auth:explain': [
+    {
+      argv: () => ['auth', 'explain', '--oidc-issuer', 'http://127.0.0.1:9'],
+      expect: {ends: 2},
+      why: 'no token on a closed stdin: a usage error, no wait for input',
+    },
+    {
+      argv: () => ['auth', 'explain', '--oidc-issuer', 'http://127.0.0.1:9', '--token', 'opaque'],
+      expect: {ends: 1},
+      why: 'an unreachable provider refuses the token, as the server would',
+    },
+  ],
   'secret:setup': [
     {argv: () => ['secret', 'setup'], expect: {ends: 2}, why: 'the master password prompt'},
   ],

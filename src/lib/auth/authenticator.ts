@@ -230,7 +230,7 @@ function reasonOf(verdicts: Verdict[], shape: {iss: string | undefined} | undefi
 }
 
 /** The unverified `iss` of a JWS compact token, or undefined when the token is not one (opaque). */
-function jwsShape(token: string): {iss: string | undefined} | undefined {
+export function jwsShape(token: string): {iss: string | undefined} | undefined {
   const parts = token.split('.')
   if (parts.length !== 3 || parts[0] === '' || parts[1] === '') return undefined
   try {

@@ -4,7 +4,11 @@ import {isToolgateError} from '../errors.ts'
 import {createOutboundClient, type OutboundClient} from '../http/outbound.ts'
 import {blockedRange} from '../http/ip-ranges.ts'
 import {checkClaims} from './claims.ts'
-import {introspectionRequest, processIntrospectionResponse} from './introspection.ts'
+import {
+  introspectionRequest,
+  processIntrospectionResponse,
+  type IntrospectionAnswer,
+} from './introspection.ts'
 import {createKeySource, type KeySource, type KeySnapshot} from './key-source.ts'
 import type {ReasonCode} from './reasons.ts'
 import {readSecretFile, rotatingSecretFile, type RotatingSecret} from '../fs/secret-file.ts'
@@ -27,7 +31,15 @@ export const ALLOWED_ALGORITHMS = [
 
 export type Verdict =
   | {kind: 'accept'; principal: Principal; expiresAt: number; via: 'jwt' | 'introspection'}
-  | {kind: 'reject'; reason: string; code: ReasonCode; expired?: boolean; keyProblem?: boolean}
+  | {
+      kind: 'reject'
+      reason: string
+      code: ReasonCode
+      expired?: boolean
+      keyProblem?: boolean
+      /** Introspection only: the answer's non-secret facts (for `auth explain`). */
+      answer?: IntrospectionAnswer
+    }
   | {kind: 'unavailable'; reason: string}
 
 export interface ProviderValidatorOptions {
