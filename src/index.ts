@@ -3,6 +3,7 @@
 // space (`toolgate secret set`) because package.json sets oclif's topicSeparator to ' '.
 import AuthExplain from './commands/auth/explain.ts'
 import AuthToken from './commands/auth/token.ts'
+import AuthzCheck from './commands/authz/check.ts'
 import List from './commands/list.ts'
 import Logs from './commands/logs.ts'
 import Proxy from './commands/proxy.ts'
@@ -21,6 +22,7 @@ import SecretSetup from './commands/secret/setup.ts'
 export const COMMANDS = {
   'auth:explain': AuthExplain,
   'auth:token': AuthToken,
+  'authz:check': AuthzCheck,
   list: List,
   logs: Logs,
   proxy: Proxy,

@@ -132,6 +132,24 @@ const ROWS: Record<string, Row[]> = {
       why: 'an unreachable provider refuses the token, as the server would',
     },
   ],
+  'authz:check': [
+    {
+      argv: (d) => [
+        'authz',
+        'check',
+        '--authz-config',
+        join(d, 'policy.yaml'),
+        '--claims',
+        join(d, 'claims.json'),
+        '--method',
+        'tools/call',
+        '--params',
+        '{"name":"echo"}',
+      ],
+      expect: {ends: 0},
+      why: 'decides from files alone, asks nothing',
+    },
+  ],
   'secret:setup': [
     {argv: () => ['secret', 'setup'], expect: {ends: 2}, why: 'the master password prompt'},
   ],
@@ -214,6 +232,11 @@ describe('non-interactive guarantee: every command under CI with stdin closed', 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'toolgate-ci-sweep-'))
     await writeFile(join(dir, 'anon.yaml'), 'auth:\n  mode: anonymous\n')
+    await writeFile(
+      join(dir, 'policy.yaml'),
+      `version: '1.0'\ntype: cedarv1\ncedar:\n  policies:\n    - 'permit(principal, action, resource == Tool::"echo");'\n`,
+    )
+    await writeFile(join(dir, 'claims.json'), '{"sub":"alice"}')
   })
   after(() => rm(dir, {recursive: true, force: true}))
 
