@@ -4,6 +4,7 @@
 import AuthExplain from './commands/auth/explain.ts'
 import AuthToken from './commands/auth/token.ts'
 import AuthzCheck from './commands/authz/check.ts'
+import AuthzLint from './commands/authz/lint.ts'
 import List from './commands/list.ts'
 import Logs from './commands/logs.ts'
 import Proxy from './commands/proxy.ts'
@@ -23,6 +24,7 @@ export const COMMANDS = {
   'auth:explain': AuthExplain,
   'auth:token': AuthToken,
   'authz:check': AuthzCheck,
+  'authz:lint': AuthzLint,
   list: List,
   logs: Logs,
   proxy: Proxy,

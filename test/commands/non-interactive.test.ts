@@ -150,6 +150,13 @@ const ROWS: Record<string, Row[]> = {
       why: 'decides from files alone, asks nothing',
     },
   ],
+  'authz:lint': [
+    {
+      argv: (d) => ['authz', 'lint', join(d, 'policy.yaml')],
+      expect: {ends: 0},
+      why: 'lints a file, asks nothing',
+    },
+  ],
   'secret:setup': [
     {argv: () => ['secret', 'setup'], expect: {ends: 2}, why: 'the master password prompt'},
   ],
