@@ -20,6 +20,8 @@ import {
   explanationJson,
   providersFromOidcFlags,
   providersFromServeConfig,
+  readBounded,
+  readToken,
   type Explanation,
   type ProviderSource,
 } from '../../src/lib/auth/explain/index.ts'
@@ -556,5 +558,37 @@ describe('the auth explain command', () => {
     assert.equal(two.code, 2)
     for (const r of [none, missing, bad, two])
       assert.ok(!r.stderr.includes(token) && !r.stdout.includes(token))
+  })
+})
+
+describe('hostile token input', () => {
+  const read = (token: string) => readToken({token, stdin: async () => '', stdinIsTty: false})
+
+  it('refuses two words, an empty token and a runaway stdin, without quoting the input', async () => {
+    await assert.rejects(
+      read('secret-one secret-two'),
+      (e: Error) => /more than one word/.test(e.message) && !e.message.includes('secret-one'),
+    )
+    await assert.rejects(read('   '), /the token is empty/)
+    await assert.rejects(read('abc\r\nX-Injected: 1'), (e: Error) => !e.message.includes('abc'))
+    const {Readable} = await import('node:stream')
+    await assert.rejects(
+      readBounded(Readable.from([Buffer.alloc(70 * 1024, 0x61)])),
+      /more than 65536 bytes/,
+    )
+  })
+
+  it('explains a token with control characters as the header problem the server reports', async () => {
+    const x = await explain('abc\u0000def', serveSource)
+    assert.deepEqual([x.verdict, x.code], ['refused', 'header_malformed'])
+  })
+
+  it('explains an oversized token without parsing it, as the server does', async () => {
+    const x = await explain('a'.repeat(17 * 1024), serveSource, true)
+    assert.deepEqual([x.verdict, x.code], ['refused', 'token_too_large'])
+    const online = await explain('a'.repeat(17 * 1024), serveSource)
+    assert.deepEqual([online.verdict, online.code], ['refused', 'token_too_large'])
+    const answer = await send(serve.url, LIST, 'a'.repeat(17 * 1024))
+    assert.deepEqual([answer.status, answer.code], [401, 'token_too_large'])
   })
 })

@@ -9,7 +9,8 @@ export function renderCheck(r: AuthzCheckResult, showRequest: boolean): string {
     out.push(
       '  the proxy answers 403 {"jsonrpc":"2.0","id":…,"error":{"code":403,"message":"Unauthorized"}}',
     )
-  if (r.policies.length) {
+  // When an error denied, the deciding policies are the erroring ones: listed once, below.
+  if (r.policies.length && r.errors.length === 0) {
     out.push('deciding policies:')
     for (const p of r.policies) out.push(`  ${ref(p)}`)
   }

@@ -59,6 +59,22 @@ export interface AuthzCheckInput {
 let checkSets = 0
 
 export async function checkRequest(input: AuthzCheckInput): Promise<AuthzCheckResult> {
+  const r = await decideRequest(input)
+  // One key order for every result, so `--json` reads the same whatever the method.
+  return {
+    method: r.method,
+    plan: r.plan,
+    decision: r.decision,
+    reason: r.reason,
+    policies: r.policies,
+    errors: r.errors,
+    annotations: r.annotations,
+    request: r.request,
+    list: r.list,
+  }
+}
+
+async function decideRequest(input: AuthzCheckInput): Promise<AuthzCheckResult> {
   const authorizer = new Authorizer(input.config, {cacheSize: 0})
   const refs = policyRefs(input.config)
   const ref = (id: string): PolicyRef => refs.get(id) ?? {id, name: null, effect: 'permit'}
