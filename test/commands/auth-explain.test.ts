@@ -25,7 +25,11 @@ import {
   type Explanation,
   type ProviderSource,
 } from '../../src/lib/auth/explain/index.ts'
+import {createAuthenticator} from '../../src/lib/auth/index.ts'
 import {createMemoryLogger} from '../../src/lib/log/logger.ts'
+import {oauthConfigFromOidc} from '../../src/lib/proxy/incoming-auth.ts'
+import {proxyConfigFromFlags} from '../../src/lib/proxy/options.ts'
+import {startProxy} from '../../src/lib/proxy/proxy-server.ts'
 import {
   OPAQUE_RESOURCE,
   startOidcProvider,
@@ -581,6 +585,11 @@ describe('hostile token input', () => {
   it('explains a token with control characters as the header problem the server reports', async () => {
     const x = await explain('abc\u0000def', serveSource)
     assert.deepEqual([x.verdict, x.code], ['refused', 'header_malformed'])
+    const offline = await explain('abc\u0000def', serveSource, true)
+    assert.deepEqual(
+      [offline.code, offline.errorDescription],
+      ['header_malformed', x.errorDescription],
+    )
   })
 
   it('explains an oversized token without parsing it, as the server does', async () => {
@@ -590,5 +599,45 @@ describe('hostile token input', () => {
     assert.deepEqual([online.verdict, online.code], ['refused', 'token_too_large'])
     const answer = await send(serve.url, LIST, 'a'.repeat(17 * 1024))
     assert.deepEqual([answer.status, answer.code], [401, 'token_too_large'])
+  })
+})
+
+describe('an unreachable provider', () => {
+  it('is refused as provider_unavailable by explain and by a proxy, alike', async () => {
+    const down = await startOidcProvider({audience: AUD})
+    const token = await down.signJwt({iss: down.issuer, aud: AUD, sub: 'alice', exp: now() + 600})
+    await down.stop()
+    const logger = createMemoryLogger('debug')
+    const flags = {issuer: down.issuer, audience: AUD, scopes: []}
+    const config = proxyConfigFromFlags(
+      'down',
+      {
+        'target-uri': 'http://127.0.0.1:9',
+        host: '127.0.0.1',
+        'max-request-body-size': 0,
+        'oidc-issuer': down.issuer,
+        'oidc-audience': AUD,
+      },
+      {logger},
+    )
+    const running = await startProxy(config, {
+      logger,
+      authenticator: createAuthenticator(oauthConfigFromOidc(config.oidc!, undefined), {logger}),
+    })
+    try {
+      const answer = await send(running.url, '/mcp', token)
+      const x = await explain(token, providersFromOidcFlags(flags))
+      assert.deepEqual([answer.status, answer.code], [401, 'provider_unavailable'])
+      assert.deepEqual(
+        [x.verdict, x.code, x.errorDescription],
+        ['refused', 'provider_unavailable', answer.description],
+      )
+      const jwks = x.providers[0]?.checks.find((c) => c.id === 'jwks')
+      assert.equal(jwks?.status, 'fail')
+      assert.match(jwks?.detail ?? '', /keys unavailable/)
+    } finally {
+      await running.close()
+      await down.close()
+    }
   })
 })

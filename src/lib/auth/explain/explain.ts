@@ -11,7 +11,7 @@ import type {LookupFunction} from 'node:net'
 import type {Logger} from '../../log/logger.ts'
 import {createAuthenticator} from '../index.ts'
 import type {TraceEvent} from '../authenticator.ts'
-import {parseAuthorization} from '../bearer-header.ts'
+import {HEADER_DESCRIPTIONS, parseAuthorization} from '../bearer-header.ts'
 import type {KeySnapshot} from '../key-source.ts'
 import type {Verdict} from '../provider-validator.ts'
 import {REASONS, checkOf, type ReasonCode} from '../reasons.ts'
@@ -135,9 +135,14 @@ function refusedWith(code: ReasonCode, base: Base, skipped: string[] = []): Expl
     code,
     check: checkOf(code),
     reason: REASONS[code].text,
-    errorDescription: code.startsWith('header_')
-      ? REASONS[code].text
-      : `${generic} (reason: ${code})`,
+    errorDescription:
+      code === 'header_missing'
+        ? HEADER_DESCRIPTIONS.missing
+        : code === 'header_malformed'
+          ? HEADER_DESCRIPTIONS.malformed
+          : code === 'header_multiple'
+            ? HEADER_DESCRIPTIONS.multiple
+            : `${generic} (reason: ${code})`,
     acceptedBy: null,
     ...base,
     skipped,

@@ -20,8 +20,9 @@ export function renderExplanation(x: Explanation): string {
   out.push('')
   if (t.format === 'jwt') {
     out.push(`token: JWT, ${t.length} characters (signature not shown)`)
+    const show = (v: unknown) => (v === undefined ? '(absent)' : JSON.stringify(v))
     out.push(
-      `  header: alg ${JSON.stringify(t.header?.alg)}, kid ${JSON.stringify(t.header?.kid)}, typ ${JSON.stringify(t.header?.typ)}`,
+      `  header: alg ${show(t.header?.alg)}, kid ${show(t.header?.kid)}, typ ${show(t.header?.typ)}`,
     )
     const c = t.claims
     if (c) {
