@@ -185,7 +185,19 @@ describe('authz check agrees with the running proxy on every row of the decision
       // The deciding policies are named: an allow by its permits, a deny by forbids or errors.
       if (result.decision === 'allow')
         assert.ok(result.policies.length > 0 && result.policies.every((p) => p.effect === 'permit'))
+      else if (result.errors.length > 0)
+        assert.deepEqual(
+          result.policies.map((p) => p.id),
+          result.errors.map((e) => e.id),
+        )
+      else assert.ok(result.policies.every((p) => p.effect === 'forbid'))
       for (const e of result.errors) assert.ok(e.message.length > 0 && /^policy\d+$/.test(e.id))
+      // Rows about forbid name the forbid that decided.
+      if (/forbid beats permit/.test(c.name))
+        assert.deepEqual(
+          result.policies.map((p) => p.id),
+          ['policy1'],
+        )
     })
   })
 })
