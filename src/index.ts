@@ -1,7 +1,10 @@
 // Explicit command map (oclif "explicit" strategy): lets the CLI be bundled into one executable.
 // Keys are command ids. Topic commands use `:` in the id (`secret:set`); users type them with a
 // space (`toolgate secret set`) because package.json sets oclif's topicSeparator to ' '.
+import AuthExplain from './commands/auth/explain.ts'
 import AuthToken from './commands/auth/token.ts'
+import AuthzCheck from './commands/authz/check.ts'
+import AuthzLint from './commands/authz/lint.ts'
 import List from './commands/list.ts'
 import Logs from './commands/logs.ts'
 import Proxy from './commands/proxy.ts'
@@ -18,7 +21,10 @@ import SecretSet from './commands/secret/set.ts'
 import SecretSetup from './commands/secret/setup.ts'
 
 export const COMMANDS = {
+  'auth:explain': AuthExplain,
   'auth:token': AuthToken,
+  'authz:check': AuthzCheck,
+  'authz:lint': AuthzLint,
   list: List,
   logs: Logs,
   proxy: Proxy,

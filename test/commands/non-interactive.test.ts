@@ -120,6 +120,43 @@ const ROWS: Record<string, Row[]> = {
       why: 'no login can start, no wait',
     },
   ],
+  'auth:explain': [
+    {
+      argv: () => ['auth', 'explain', '--oidc-issuer', 'http://127.0.0.1:9'],
+      expect: {ends: 2},
+      why: 'no token on a closed stdin: a usage error, no wait for input',
+    },
+    {
+      argv: () => ['auth', 'explain', '--oidc-issuer', 'http://127.0.0.1:9', '--token', 'opaque'],
+      expect: {ends: 1},
+      why: 'an unreachable provider refuses the token, as the server would',
+    },
+  ],
+  'authz:check': [
+    {
+      argv: (d) => [
+        'authz',
+        'check',
+        '--authz-config',
+        join(d, 'policy.yaml'),
+        '--claims',
+        join(d, 'claims.json'),
+        '--method',
+        'tools/call',
+        '--params',
+        '{"name":"echo"}',
+      ],
+      expect: {ends: 0},
+      why: 'decides from files alone, asks nothing',
+    },
+  ],
+  'authz:lint': [
+    {
+      argv: (d) => ['authz', 'lint', join(d, 'policy.yaml')],
+      expect: {ends: 0},
+      why: 'lints a file, asks nothing',
+    },
+  ],
   'secret:setup': [
     {argv: () => ['secret', 'setup'], expect: {ends: 2}, why: 'the master password prompt'},
   ],
@@ -202,6 +239,11 @@ describe('non-interactive guarantee: every command under CI with stdin closed', 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'toolgate-ci-sweep-'))
     await writeFile(join(dir, 'anon.yaml'), 'auth:\n  mode: anonymous\n')
+    await writeFile(
+      join(dir, 'policy.yaml'),
+      `version: '1.0'\ntype: cedarv1\ncedar:\n  policies:\n    - 'permit(principal, action, resource == Tool::"echo");'\n`,
+    )
+    await writeFile(join(dir, 'claims.json'), '{"sub":"alice"}')
   })
   after(() => rm(dir, {recursive: true, force: true}))
 

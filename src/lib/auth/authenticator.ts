@@ -9,7 +9,9 @@ import {
   type ProviderValidator,
   type Verdict,
 } from './provider-validator.ts'
+import type {ReasonCode} from './reasons.ts'
 import {createResultCache, tokenCacheKey} from './result-cache.ts'
+import type {KeySnapshot} from './key-source.ts'
 import type {AuthOutcome, BearerAuthenticator, OAuthConfig, ProviderConfig} from './types.ts'
 
 export interface AuthenticatorDeps {
@@ -34,7 +36,22 @@ export interface AuthenticatorDeps {
   lookup?: LookupFunction
   /** Where the providers sit in the config, for error messages (default `auth.oauth.providers`). */
   configPath?: string
+  /**
+   * Told every step of a validation as it happens (`toolgate auth explain` reports them); the
+   * servers leave it unset. Events carry provider names and verdicts, never the token.
+   */
+  trace?: (event: TraceEvent) => void
 }
+
+export type TraceEvent =
+  | {kind: 'skipped'; provider: string; why: 'issuer' | 'no-introspection'}
+  | {
+      kind: 'verdict'
+      provider: string
+      step: 'jwt' | 'introspection'
+      verdict: Verdict
+      keys?: KeySnapshot | undefined
+    }
 
 const DESCRIPTIONS = {
   invalid: 'invalid token',
@@ -109,27 +126,37 @@ export function createBearerAuthenticator(
 
   const validate = async (token: string, key: string): Promise<AuthOutcome> => {
     const verdicts: Verdict[] = []
+    const trace = deps.trace
     const shape = jwsShape(token)
     if (shape) {
       for (const v of validators) {
-        if (v.issuer !== '' && v.issuer !== shape.iss) continue
+        if (v.issuer !== '' && v.issuer !== shape.iss) {
+          trace?.({kind: 'skipped', provider: v.name, why: 'issuer'})
+          continue
+        }
         let verdict = await v.verifyJwt(token)
         noteVerdict(v, verdict)
+        trace?.({kind: 'verdict', provider: v.name, step: 'jwt', verdict, keys: v.keySnapshot()})
         if (
           (verdict.kind === 'unavailable' || (verdict.kind === 'reject' && verdict.keyProblem)) &&
           v.hasIntrospection
         ) {
           verdict = await v.introspect(token)
           noteVerdict(v, verdict)
+          trace?.({kind: 'verdict', provider: v.name, step: 'introspection', verdict})
         }
         verdicts.push(verdict)
         if (verdict.kind === 'accept') return accept(key, verdict)
       }
     } else {
       for (const v of validators) {
-        if (!v.hasIntrospection) continue
+        if (!v.hasIntrospection) {
+          trace?.({kind: 'skipped', provider: v.name, why: 'no-introspection'})
+          continue
+        }
         const verdict = await v.introspect(token)
         noteVerdict(v, verdict)
+        trace?.({kind: 'verdict', provider: v.name, step: 'introspection', verdict})
         verdicts.push(verdict)
         if (verdict.kind === 'accept') return accept(key, verdict)
       }
@@ -141,7 +168,7 @@ export function createBearerAuthenticator(
       : verdicts.length > 0 && verdicts.every((v) => v.kind === 'unavailable')
         ? DESCRIPTIONS.unavailable
         : DESCRIPTIONS.invalid
-    return {ok: false, error: 'invalid_token', description}
+    return {ok: false, error: 'invalid_token', description, reason: reasonOf(verdicts, shape)}
   }
 
   const accept = (key: string, verdict: Extract<Verdict, {kind: 'accept'}>): AuthOutcome => {
@@ -157,10 +184,21 @@ export function createBearerAuthenticator(
   return {
     async authenticate(authorization) {
       const header = parseAuthorization(authorization)
-      if (!header.ok) return {ok: false, error: 'invalid_request', description: header.description}
+      if (!header.ok)
+        return {
+          ok: false,
+          error: 'invalid_request',
+          description: header.description,
+          reason: header.reason,
+        }
       const token = header.token
       if (token.length > maxTokenLength)
-        return {ok: false, error: 'invalid_token', description: DESCRIPTIONS.tooLarge}
+        return {
+          ok: false,
+          error: 'invalid_token',
+          description: DESCRIPTIONS.tooLarge,
+          reason: 'token_too_large',
+        }
       const key = tokenCacheKey(token)
       const hit = cache.get(key)
       if (hit) return {ok: true, principal: hit}
@@ -179,8 +217,20 @@ export function createBearerAuthenticator(
   }
 }
 
+/**
+ * The one code a refusal reports: an expiry wins (as in the description), then the first
+ * provider's rejection; only unreachable providers give `provider_unavailable`; no provider at all
+ * means the token's issuer (or, for an opaque token, introspection) is unknown.
+ */
+function reasonOf(verdicts: Verdict[], shape: {iss: string | undefined} | undefined): ReasonCode {
+  if (verdicts.length === 0) return shape ? 'iss_unknown' : 'opaque_unsupported'
+  if (verdicts.some((v) => v.kind === 'reject' && v.expired)) return 'expired'
+  const reject = verdicts.find((v) => v.kind === 'reject')
+  return reject?.kind === 'reject' ? reject.code : 'provider_unavailable'
+}
+
 /** The unverified `iss` of a JWS compact token, or undefined when the token is not one (opaque). */
-function jwsShape(token: string): {iss: string | undefined} | undefined {
+export function jwsShape(token: string): {iss: string | undefined} | undefined {
   const parts = token.split('.')
   if (parts.length !== 3 || parts[0] === '' || parts[1] === '') return undefined
   try {

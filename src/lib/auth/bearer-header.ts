@@ -6,7 +6,13 @@ import type {IncomingMessage} from 'node:http'
  * (`1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`), so quoted or padded
  * variants are header problems (`invalid_request`), not token problems.
  */
-export type HeaderResult = {ok: true; token: string} | {ok: false; description: string}
+export type HeaderResult =
+  | {ok: true; token: string}
+  | {
+      ok: false
+      description: string
+      reason: 'header_missing' | 'header_malformed' | 'header_multiple'
+    }
 
 const B68TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 
@@ -17,16 +23,21 @@ export const HEADER_DESCRIPTIONS = {
 } as const
 
 export function parseAuthorization(value: string | readonly string[] | undefined): HeaderResult {
-  if (value === undefined) return {ok: false, description: HEADER_DESCRIPTIONS.missing}
+  if (value === undefined)
+    return {ok: false, description: HEADER_DESCRIPTIONS.missing, reason: 'header_missing'}
   if (typeof value !== 'string') {
     // RFC 6750 §3.1: more than one method of sending the token is an invalid_request.
-    if (value.length === 0) return {ok: false, description: HEADER_DESCRIPTIONS.missing}
-    if (value.length > 1) return {ok: false, description: HEADER_DESCRIPTIONS.multiple}
+    if (value.length === 0)
+      return {ok: false, description: HEADER_DESCRIPTIONS.missing, reason: 'header_missing'}
+    if (value.length > 1)
+      return {ok: false, description: HEADER_DESCRIPTIONS.multiple, reason: 'header_multiple'}
     value = value[0] as string
   }
-  if (!value.startsWith('Bearer ')) return {ok: false, description: HEADER_DESCRIPTIONS.malformed}
+  if (!value.startsWith('Bearer '))
+    return {ok: false, description: HEADER_DESCRIPTIONS.malformed, reason: 'header_malformed'}
   const token = value.slice(7)
-  if (!B68TOKEN.test(token)) return {ok: false, description: HEADER_DESCRIPTIONS.malformed}
+  if (!B68TOKEN.test(token))
+    return {ok: false, description: HEADER_DESCRIPTIONS.malformed, reason: 'header_malformed'}
   return {ok: true, token}
 }
 

@@ -1,3 +1,5 @@
+import type {ReasonCode} from './reasons.ts'
+
 /**
  * Claim checks shared by JWT and introspection results (contract §1 "JWT", §2): `iss` byte-equal to
  * the configured issuer, `aud` equal to or containing the audience, `exp` required and in the
@@ -14,30 +16,36 @@ export interface ClaimRules {
   requireIss: boolean
 }
 
-export type ClaimCheck = {ok: true} | {ok: false; reason: string; expired?: boolean}
+export type ClaimCheck =
+  {ok: true} | {ok: false; reason: string; code: ReasonCode; expired?: boolean}
 
 export function checkClaims(claims: Record<string, unknown>, rules: ClaimRules): ClaimCheck {
   const {iss, aud, exp, nbf, sub} = claims
   if (rules.issuer !== '') {
     if (iss === undefined) {
-      if (rules.requireIss) return {ok: false, reason: 'iss missing'}
+      if (rules.requireIss) return {ok: false, reason: 'iss missing', code: 'iss_missing'}
     } else if (iss !== rules.issuer) {
-      return {ok: false, reason: 'iss does not match the provider issuer'}
+      return {ok: false, reason: 'iss does not match the provider issuer', code: 'iss_mismatch'}
     }
   }
   if (rules.audience !== undefined) {
     const list = Array.isArray(aud) ? aud : [aud]
     if (!list.some((a) => a === rules.audience))
-      return {ok: false, reason: 'aud does not contain the expected audience'}
+      return {ok: false, reason: 'aud does not contain the expected audience', code: 'aud_mismatch'}
   }
   if (typeof exp !== 'number' || !Number.isFinite(exp))
-    return {ok: false, reason: 'exp missing or not a number'}
-  if (exp <= rules.now) return {ok: false, reason: 'token expired', expired: true}
+    return {
+      ok: false,
+      reason: 'exp missing or not a number',
+      code: exp === undefined ? 'exp_missing' : 'exp_invalid',
+    }
+  if (exp <= rules.now) return {ok: false, reason: 'token expired', code: 'expired', expired: true}
   if (nbf !== undefined) {
     if (typeof nbf !== 'number' || !Number.isFinite(nbf))
-      return {ok: false, reason: 'nbf not a number'}
-    if (nbf > rules.now) return {ok: false, reason: 'token not yet valid (nbf)'}
+      return {ok: false, reason: 'nbf not a number', code: 'nbf_invalid'}
+    if (nbf > rules.now) return {ok: false, reason: 'token not yet valid (nbf)', code: 'nbf_future'}
   }
-  if (typeof sub !== 'string' || sub === '') return {ok: false, reason: 'sub missing or empty'}
+  if (typeof sub !== 'string' || sub === '')
+    return {ok: false, reason: 'sub missing or empty', code: 'sub_missing'}
   return {ok: true}
 }

@@ -1,6 +1,7 @@
 import {basicAuthorization} from '../http/basic-auth.ts'
 import type {JsonResponse} from '../http/outbound.ts'
 import {checkClaims, type ClaimCheck} from './claims.ts'
+import type {ReasonCode} from './reasons.ts'
 
 /**
  * RFC 7662 token introspection, as a request builder and a response check (the I/O lives in the
@@ -35,8 +36,29 @@ export function introspectionRequest(
 
 export type IntrospectionVerdict =
   | {kind: 'accept'; claims: Record<string, unknown>}
-  | {kind: 'reject'; reason: string; expired?: boolean}
+  | {
+      kind: 'reject'
+      reason: string
+      code: ReasonCode
+      expired?: boolean
+      /** The answer's non-secret facts, for `auth explain` (never logged). */
+      answer?: IntrospectionAnswer
+    }
   | {kind: 'unavailable'; reason: string}
+
+export interface IntrospectionAnswer {
+  active: unknown
+  aud?: unknown
+  exp?: unknown
+  iss?: unknown
+  token_type?: unknown
+  sub?: unknown
+}
+
+function answerOf(claims: Record<string, unknown>): IntrospectionAnswer {
+  const {active, aud, exp, iss, token_type, sub} = claims
+  return {active, aud, exp, iss, token_type, sub}
+}
 
 /** Token types that are not a bearer access token (a refresh token must never pass as one). */
 const ACCEPTED_TOKEN_TYPES = new Set([
@@ -60,18 +82,31 @@ export function processIntrospectionResponse(
   }
   const claims = body as Record<string, unknown>
   // RFC 7662 §2.2: `active` is a boolean; anything but literal true is inactive.
-  if (claims.active !== true) return {kind: 'reject', reason: 'introspection: token not active'}
+  if (claims.active !== true)
+    return {
+      kind: 'reject',
+      reason: 'introspection: token not active',
+      code: 'inactive',
+      answer: answerOf(claims),
+    }
   if (
     claims.token_type !== undefined &&
     !ACCEPTED_TOKEN_TYPES.has(String(claims.token_type).toLowerCase())
   ) {
-    return {kind: 'reject', reason: 'introspection: not a bearer access token'}
+    return {
+      kind: 'reject',
+      reason: 'introspection: not a bearer access token',
+      code: 'not_access_token',
+      answer: answerOf(claims),
+    }
   }
   const check: ClaimCheck = checkClaims(claims, {...rules, requireIss: false})
   if (!check.ok)
     return {
       kind: 'reject',
       reason: 'introspection: ' + check.reason,
+      code: check.code,
+      answer: answerOf(claims),
       ...(check.expired ? {expired: true} : {}),
     }
   return {kind: 'accept', claims}

@@ -26,8 +26,19 @@ export interface KeySourceOptions {
   cacheMaxAgeMs: number
 }
 
+/** What `auth explain` reports about a provider's keys: where they came from and when. */
+export interface KeySnapshot {
+  /** The JWKS URL in use (configured, or learned from discovery); undefined before discovery. */
+  jwksUrl: string | undefined
+  /** Milliseconds since the epoch of the last successful JWKS fetch. */
+  fetchedAt: number | undefined
+  /** `kid` (and `alg`) of every key in the cached set. */
+  keys: Array<{kid: string | undefined; alg: string | undefined; kty: string | undefined}>
+}
+
 export interface KeySource {
   getKey: JWTVerifyGetKey
+  snapshot(): KeySnapshot
 }
 
 export function discoveryUrlOf(issuerUrl: string): string {
@@ -38,6 +49,8 @@ export function discoveryUrlOf(issuerUrl: string): string {
 export function createKeySource(opts: KeySourceOptions): KeySource {
   let jwks: ReturnType<typeof createRemoteJWKSet> | undefined
   let pending: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined
+  let jwksUrl: string | undefined
+  let fetchedAt: number | undefined
 
   const headers = (): Record<string, string> => {
     const h: Record<string, string> = {accept: 'application/json'}
@@ -46,8 +59,9 @@ export function createKeySource(opts: KeySourceOptions): KeySource {
     return h
   }
 
-  const build = (url: URL, client: OutboundClient) =>
-    createRemoteJWKSet(url, {
+  const build = (url: URL, client: OutboundClient) => {
+    jwksUrl = url.href
+    return createRemoteJWKSet(url, {
       timeoutDuration: client.timeoutMs,
       cooldownDuration: opts.cooldownMs,
       cacheMaxAge: opts.cacheMaxAgeMs,
@@ -59,9 +73,11 @@ export function createKeySource(opts: KeySourceOptions): KeySource {
           signal: init.signal,
           redirect: 'manual',
         })
+        if (res.status === 200) fetchedAt = Date.now()
         return res as unknown as Response
       }) as never,
     })
+  }
 
   const resolve = async (): Promise<ReturnType<typeof createRemoteJWKSet>> => {
     if (opts.jwksUrl !== undefined) return build(new URL(opts.jwksUrl), opts.configured)
@@ -101,6 +117,14 @@ export function createKeySource(opts: KeySourceOptions): KeySource {
         jwks = await pending
       }
       return jwks(header, token)
+    },
+    snapshot() {
+      const set = jwks?.jwks()
+      return {
+        jwksUrl,
+        fetchedAt,
+        keys: (set?.keys ?? []).map((k) => ({kid: k.kid, alg: k.alg, kty: k.kty})),
+      }
     },
   }
 }

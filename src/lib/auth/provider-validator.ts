@@ -4,8 +4,13 @@ import {isToolgateError} from '../errors.ts'
 import {createOutboundClient, type OutboundClient} from '../http/outbound.ts'
 import {blockedRange} from '../http/ip-ranges.ts'
 import {checkClaims} from './claims.ts'
-import {introspectionRequest, processIntrospectionResponse} from './introspection.ts'
-import {createKeySource, type KeySource} from './key-source.ts'
+import {
+  introspectionRequest,
+  processIntrospectionResponse,
+  type IntrospectionAnswer,
+} from './introspection.ts'
+import {createKeySource, type KeySource, type KeySnapshot} from './key-source.ts'
+import type {ReasonCode} from './reasons.ts'
 import {readSecretFile, rotatingSecretFile, type RotatingSecret} from '../fs/secret-file.ts'
 import type {Principal, ProviderConfig} from './types.ts'
 
@@ -26,7 +31,15 @@ export const ALLOWED_ALGORITHMS = [
 
 export type Verdict =
   | {kind: 'accept'; principal: Principal; expiresAt: number; via: 'jwt' | 'introspection'}
-  | {kind: 'reject'; reason: string; expired?: boolean; keyProblem?: boolean}
+  | {
+      kind: 'reject'
+      reason: string
+      code: ReasonCode
+      expired?: boolean
+      keyProblem?: boolean
+      /** Introspection only: the answer's non-secret facts (for `auth explain`). */
+      answer?: IntrospectionAnswer
+    }
   | {kind: 'unavailable'; reason: string}
 
 export interface ProviderValidatorOptions {
@@ -48,6 +61,8 @@ export interface ProviderValidator {
   readonly hasIntrospection: boolean
   verifyJwt(token: string): Promise<Verdict>
   introspect(token: string): Promise<Verdict>
+  /** The JWKS as last fetched (for `auth explain`); undefined when the provider has no keys. */
+  keySnapshot(): KeySnapshot | undefined
   close(): Promise<void>
 }
 
@@ -120,7 +135,8 @@ export function createProviderValidator(
     hasIntrospection: config.introspectionUrl !== undefined,
 
     async verifyJwt(token) {
-      if (!keys) return {kind: 'reject', reason: 'no JWKS configured', keyProblem: true}
+      if (!keys)
+        return {kind: 'reject', reason: 'no JWKS configured', code: 'no_jwks', keyProblem: true}
       try {
         const {payload} = await jwtVerify(token, keys.getKey, {
           ...(config.issuerUrl !== '' ? {issuer: config.issuerUrl} : {}),
@@ -138,7 +154,12 @@ export function createProviderValidator(
           requireIss: true,
         })
         if (!check.ok)
-          return {kind: 'reject', reason: check.reason, ...(check.expired ? {expired: true} : {})}
+          return {
+            kind: 'reject',
+            reason: check.reason,
+            code: check.code,
+            ...(check.expired ? {expired: true} : {}),
+          }
         const expiresAt = Math.min(
           (payload.exp as number) * 1000,
           opts.now() * 1000 + opts.jwtCacheTtlMs,
@@ -156,7 +177,7 @@ export function createProviderValidator(
 
     async introspect(token) {
       if (config.introspectionUrl === undefined)
-        return {kind: 'reject', reason: 'no introspection endpoint'}
+        return {kind: 'reject', reason: 'no introspection endpoint', code: 'opaque_unsupported'}
       const req = introspectionRequest(token, {
         clientId: config.clientId,
         clientSecret,
@@ -192,6 +213,10 @@ export function createProviderValidator(
       }
     },
 
+    keySnapshot() {
+      return keys?.snapshot()
+    },
+
     async close() {
       await Promise.all(clients.map((c) => c.close()))
     },
@@ -201,27 +226,59 @@ export function createProviderValidator(
 function classifyJoseError(err: unknown): Verdict {
   if (isToolgateError(err)) return {kind: 'unavailable', reason: err.message}
   if (err instanceof joseErrors.JWTExpired)
-    return {kind: 'reject', reason: 'token expired', expired: true}
+    return {kind: 'reject', reason: 'token expired', code: 'expired', expired: true}
   if (err instanceof joseErrors.JWKSTimeout)
     return {kind: 'unavailable', reason: 'JWKS request timed out'}
   if (err instanceof joseErrors.JWKSInvalid)
     return {kind: 'unavailable', reason: 'JWKS response is not a valid key set'}
   if (err instanceof joseErrors.JWKSNoMatchingKey)
-    return {kind: 'reject', reason: 'no key matches the token kid/alg', keyProblem: true}
+    return {
+      kind: 'reject',
+      reason: 'no key matches the token kid/alg',
+      code: 'kid_unknown',
+      keyProblem: true,
+    }
   if (err instanceof joseErrors.JWTClaimValidationFailed)
-    return {kind: 'reject', reason: `claim check failed: ${err.claim} ${err.reason}`}
+    return {
+      kind: 'reject',
+      reason: `claim check failed: ${err.claim} ${err.reason}`,
+      code: claimCode(err.claim, err.reason),
+    }
   if (err instanceof joseErrors.JOSEAlgNotAllowed)
-    return {kind: 'reject', reason: 'algorithm not allowed', keyProblem: true}
+    return {
+      kind: 'reject',
+      reason: 'algorithm not allowed',
+      code: 'alg_not_allowed',
+      keyProblem: true,
+    }
   if (err instanceof joseErrors.JWSSignatureVerificationFailed)
-    return {kind: 'reject', reason: 'signature verification failed'}
+    return {kind: 'reject', reason: 'signature verification failed', code: 'signature_invalid'}
   if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid)
-    return {kind: 'reject', reason: 'malformed JWT'}
+    return {kind: 'reject', reason: 'malformed JWT', code: 'malformed'}
   // ERR_JOSE_GENERIC is what jose throws for a non-200 JWKS answer.
   if (err instanceof joseErrors.JOSEError && err.code === 'ERR_JOSE_GENERIC')
     return {kind: 'unavailable', reason: `JWKS fetch failed: ${err.message}`}
-  if (err instanceof joseErrors.JOSEError) return {kind: 'reject', reason: err.code}
+  if (err instanceof joseErrors.JOSEError)
+    return {kind: 'reject', reason: err.code, code: 'malformed'}
   if (err instanceof SyntaxError) return {kind: 'unavailable', reason: 'JWKS response is not JSON'}
-  return {kind: 'reject', reason: 'token could not be verified'}
+  return {kind: 'reject', reason: 'token could not be verified', code: 'internal'}
+}
+
+/** jose's JWTClaimValidationFailed (claim, reason) as one of our codes. */
+function claimCode(claim: string, reason: string): ReasonCode {
+  const code = `${claim}_${reason === 'check_failed' ? 'mismatch' : reason}`
+  if (code === 'nbf_mismatch') return 'nbf_future'
+  const known: ReasonCode[] = [
+    'iss_missing',
+    'iss_mismatch',
+    'aud_missing',
+    'aud_mismatch',
+    'exp_missing',
+    'exp_invalid',
+    'nbf_invalid',
+    'iat_invalid',
+  ]
+  return known.includes(code as ReasonCode) ? (code as ReasonCode) : 'claim_invalid'
 }
 
 function issuerOnPrivateHost(issuerUrl: string): boolean {

@@ -1,3 +1,5 @@
+import type {ReasonCode} from './reasons.ts'
+
 /**
  * The shape of incoming-token validation shared by `serve`, `proxy` and `run` (contract §1, §2).
  */
@@ -41,7 +43,14 @@ export interface Principal {
 export type AuthFailureKind = 'invalid_request' | 'invalid_token'
 
 export type AuthOutcome =
-  {ok: true; principal: Principal} | {ok: false; error: AuthFailureKind; description: string}
+  | {ok: true; principal: Principal}
+  | {
+      ok: false
+      error: AuthFailureKind
+      description: string
+      /** Which check refused the token (docs/troubleshooting.md); see `wireDescription`. */
+      reason?: ReasonCode
+    }
 
 export interface BearerAuthenticator {
   /** `authorization` is the raw header value(s) as node:http gives them (two headers → array or joined). */

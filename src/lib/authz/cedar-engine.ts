@@ -83,3 +83,33 @@ export function authorize(setId: string, request: CedarRequest): CedarDecision {
     errors: diagnostics.errors.map((e) => ({policyId: e.policyId, message: e.error.message})),
   }
 }
+
+/**
+ * Cedar's own validator (strict mode) over policies in JSON form against a schema in Cedar schema
+ * text. Returns each problem with the policy it concerns; a schema that does not parse is one
+ * problem with an empty policy id.
+ */
+export function validatePolicies(
+  schema: string,
+  policies: Record<string, CedarPolicyJson>,
+): {policyId: string; message: string; severity: 'error' | 'warning'}[] {
+  const answer = cedar.validate({
+    schema,
+    policies: {staticPolicies: policies},
+    validationSettings: {mode: 'strict'},
+  })
+  if (answer.type !== 'success')
+    return [{policyId: '', message: firstMessage(answer.errors), severity: 'error'}]
+  return [
+    ...answer.validationErrors.map((e) => ({
+      policyId: e.policyId,
+      message: e.error.message,
+      severity: 'error' as const,
+    })),
+    ...answer.validationWarnings.map((e) => ({
+      policyId: e.policyId,
+      message: e.error.message,
+      severity: 'warning' as const,
+    })),
+  ]
+}

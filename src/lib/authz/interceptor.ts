@@ -30,7 +30,8 @@ import {
   type ResponseHeaders,
   type ResultFilter,
 } from './list-response.ts'
-import {methodRule, type ListKind} from './method-table.ts'
+import type {ListKind} from './method-table.ts'
+import {planRequest} from './request-plan.ts'
 import type {AuthzConfig} from './policy-file.ts'
 
 const JSON_HEADERS = {'content-type': 'application/json', 'x-content-type-options': 'nosniff'}
@@ -128,45 +129,38 @@ export class AuthzInterceptor implements RequestInterceptor {
       })
       return {action: 'answer', answer: forbiddenAnswer(id)}
     }
-    const rule = methodRule(message.method)
-    if (rule.rule === 'allow') return {action: 'forward'}
+    const plan = planRequest(message.method, message.params)
+    if (plan.kind === 'allow') return {action: 'forward'}
+    if (plan.kind === 'deny' && plan.reason !== 'method not allowed') {
+      this.#logger?.info('authz decision', {
+        method: message.method,
+        decision: 'deny',
+        reason: plan.reason,
+      })
+      return {action: 'answer', answer: forbiddenAnswer(id)}
+    }
     const principal = this.#principal(request)
-    if (rule.rule === 'deny') {
+    if (plan.kind === 'deny') {
       this.#logger?.info('authz decision', {
         principal: `Client::${JSON.stringify(principal.uid.id)}`,
         method: message.method,
         decision: 'deny',
-        reason: 'method not allowed',
+        reason: plan.reason,
       })
       return {action: 'answer', answer: forbiddenAnswer(id)}
     }
-    if (rule.rule === 'list') {
+    if (plan.kind === 'list') {
       if (id === undefined) return {action: 'forward'} // a notification gets no answer to filter
       return {
         action: 'forward',
         rewriteResponse: (type, headers?: ResponseHeaders) =>
-          this.#listRewriter(type, headers, id, rule.kind, principal, message.method),
+          this.#listRewriter(type, headers, id, plan.list, principal, message.method),
       }
     }
-    const params = isRecord(message.params) ? message.params : {}
-    const target = params[rule.idParam]
-    const args = params.arguments
-    if (typeof target !== 'string' || (args !== undefined && !isRecord(args))) {
-      this.#logger?.info('authz decision', {
-        method: message.method,
-        decision: 'deny',
-        reason: `invalid params.${rule.idParam} or params.arguments`,
-      })
-      return {action: 'answer', answer: forbiddenAnswer(id)}
-    }
     let annotations: ToolAnnotations | undefined
-    if (rule.action === 'call_tool') annotations = await this.#annotations(target, callUpstream)
-    const decision = this.authorizer.decide(principal, {
-      action: rule.action,
-      id: target,
-      args: args as Record<string, unknown> | undefined,
-      annotations,
-    })
+    if (plan.spec.action === 'call_tool')
+      annotations = await this.#annotations(plan.spec.id, callUpstream)
+    const decision = this.authorizer.decide(principal, {...plan.spec, annotations})
     return decision.allowed ? {action: 'forward'} : {action: 'answer', answer: forbiddenAnswer(id)}
   }
 

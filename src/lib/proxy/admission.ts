@@ -1,5 +1,6 @@
 import type {IncomingMessage, ServerResponse} from 'node:http'
 import {authorizationOf} from '../auth/bearer-header.ts'
+import {wireDescription} from '../auth/reasons.ts'
 import type {BearerAuthenticator, Principal} from '../auth/types.ts'
 import type {Logger} from '../log/logger.ts'
 import {answer, answerTooLarge} from './answer.ts'
@@ -56,12 +57,12 @@ export function createAdmission(deps: AdmissionDeps): Admit {
       .authenticate(auth && auth.length === 1 ? auth[0] : auth)
       .then((outcome): Admission => {
         if (outcome.ok) return {ok: true, principal: outcome.principal}
-        log.info('request refused', {reason: outcome.error, path})
+        log.info('request refused', {reason: outcome.error, code: outcome.reason, path})
         const a = unauthorizedAnswer(
           deps.oidc!,
           deps.resourceUrl,
           outcome.error,
-          outcome.description,
+          wireDescription(outcome),
         )
         answer(res, 401, a.body, a.headers)
         return REFUSED

@@ -1,6 +1,7 @@
 import type {IncomingMessage, ServerResponse} from 'node:http'
 import {authorizationOf} from '../auth/bearer-header.ts'
 import {registryChallenge} from '../auth/challenge.ts'
+import {wireDescription} from '../auth/reasons.ts'
 import {isPublicPath} from '../auth/public-paths.ts'
 import type {BearerAuthenticator, OAuthConfig, Principal} from '../auth/types.ts'
 import type {Logger} from '../log/logger.ts'
@@ -50,6 +51,7 @@ export function createAuthGate(
         ok: false as const,
         error: 'invalid_token' as const,
         description: 'token could not be validated',
+        reason: 'internal' as const,
       }
     }
   }
@@ -68,11 +70,14 @@ export function createAuthGate(
         })
         return outcome.principal
       }
-      sendErrorBody(res, 401, outcome.description, {
+      // The reason code lets an operator run `toolgate auth explain` (docs/troubleshooting.md).
+      const description = wireDescription(outcome)
+      logger.info('request refused', {status: 401, error: outcome.error, code: outcome.reason})
+      sendErrorBody(res, 401, description, {
         'www-authenticate': registryChallenge({
           realm: oauth.realm,
           error: outcome.error,
-          description: outcome.description,
+          description,
           resourceUrl: oauth.resourceUrl,
         }),
       })

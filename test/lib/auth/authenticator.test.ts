@@ -125,7 +125,12 @@ test('refuses an opaque token whose introspection audience is not the configured
   )
   t.after(() => auth.close())
   const outcome = await auth.authenticate(`Bearer ${await a.issueAccessToken({format: 'opaque'})}`)
-  assert.deepEqual(outcome, {ok: false, error: 'invalid_token', description: 'invalid token'})
+  assert.deepEqual(outcome, {
+    ok: false,
+    error: 'invalid_token',
+    description: 'invalid token',
+    reason: 'aud_mismatch',
+  })
 })
 
 test('refuses an opaque client_credentials token: introspection gives no sub (contract §2)', async (t) => {
@@ -207,6 +212,7 @@ test('a cached acceptance ends at the token exp', async (t) => {
     ok: false,
     error: 'invalid_token',
     description: 'token expired',
+    reason: 'expired',
   })
 })
 

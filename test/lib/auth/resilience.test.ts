@@ -49,6 +49,7 @@ test('provider down at startup: 401 "token could not be validated", then recover
     ok: false,
     error: 'invalid_token',
     description: 'token could not be validated',
+    reason: 'provider_unavailable',
   })
   assert.ok(
     logger.lines.some(
@@ -86,6 +87,7 @@ test('provider down mid-run: introspection fails closed with 401, and recovers w
     ok: false,
     error: 'invalid_token',
     description: 'token could not be validated',
+    reason: 'provider_unavailable',
   })
   await fx.start()
   assert.equal((await auth.authenticate(`Bearer ${second}`)).ok, true)
@@ -112,6 +114,7 @@ test('a provider that accepts connections but never answers gives 401 once the t
     ok: false,
     error: 'invalid_token',
     description: 'token could not be validated',
+    reason: 'provider_unavailable',
   })
 })
 
