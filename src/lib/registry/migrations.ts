@@ -4,7 +4,7 @@ import type {DatabaseSync} from 'node:sqlite'
  * Versioned schema of the embedded store. Each migration runs once, in order, inside a transaction
  * that also records it in `schema_migrations`; applied migrations are never edited, new ones are
  * appended. The SQL stays in the common subset (plain tables, b-tree indexes, window functions) so a
- * PostgreSQL backend can mirror it.
+ * PostgreSQL backend can mirror it; the one exception is the search index (FTS5, migration 2).
  *
  * Layout:
  * - `source_versions`: what each source holds, one row per (source, name, version), with the
@@ -64,6 +64,30 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
       CREATE INDEX registry_entries_version ON registry_entries (registry, version, name);
       CREATE INDEX registry_entries_latest ON registry_entries (registry, name) WHERE is_latest = 1;
+    `,
+  },
+  {
+    version: 2,
+    description: 'trigram index for substring search (sqlite/search.ts)',
+    // SQLite-only (FTS5): the PostgreSQL mirror of this is a pg_trgm GIN index. Contentless: the
+    // text already lives in source_versions; triggers keep the index in step with every write path.
+    sql: `
+      CREATE VIRTUAL TABLE search_index USING fts5(
+        search_text, tokenize = 'trigram case_sensitive 1', detail = none,
+        content = '', contentless_delete = 1
+      );
+      INSERT INTO search_index (rowid, search_text) SELECT id, search_text FROM source_versions;
+      CREATE TRIGGER source_versions_search_insert AFTER INSERT ON source_versions BEGIN
+        INSERT INTO search_index (rowid, search_text) VALUES (new.id, new.search_text);
+      END;
+      CREATE TRIGGER source_versions_search_delete AFTER DELETE ON source_versions BEGIN
+        DELETE FROM search_index WHERE rowid = old.id;
+      END;
+      CREATE TRIGGER source_versions_search_update AFTER UPDATE OF id, search_text ON source_versions
+      WHEN old.id <> new.id OR old.search_text <> new.search_text BEGIN
+        DELETE FROM search_index WHERE rowid = old.id;
+        INSERT INTO search_index (rowid, search_text) VALUES (new.id, new.search_text);
+      END;
     `,
   },
 ]

@@ -2,6 +2,7 @@ import {ToolgateError} from '../../errors.ts'
 import {decodeCursor, encodeCursor} from '../cursor.ts'
 import type {ListQuery} from '../types.ts'
 import type {StoreConnections} from './connections.ts'
+import {FROM_CANDIDATES, searchCandidates} from './search.ts'
 
 /**
  * Read queries over `registry_entries`, for any column list (`kind` names the column list in the
@@ -17,6 +18,14 @@ export interface Page {
   next: string | undefined
 }
 
+/** A list page's statement: its cache key (one per query shape), SQL and parameters. */
+interface PageStatement {
+  key: string
+  sql: string
+  params: (string | number)[]
+  limit: number
+}
+
 /** One page in (name, version) order and the cursor of the next page when there is one. */
 export function selectPage(
   c: StoreConnections,
@@ -27,6 +36,27 @@ export function selectPage(
   maxLimit = 100,
   from = FROM,
 ): Page {
+  const {key, sql, params, limit} = pageStatement(c, registry, query, kind, columns, maxLimit, from)
+  const rows = c.stmt(key, sql).all(...params)
+  const more = rows.length > limit
+  if (more) rows.length = limit
+  const last = rows[rows.length - 1]
+  const next =
+    more && last
+      ? encodeCursor({name: String(last.page_name), version: String(last.page_version)})
+      : undefined
+  return {rows, next}
+}
+
+function pageStatement(
+  c: StoreConnections,
+  registry: string,
+  query: ListQuery,
+  kind: string,
+  columns: string,
+  maxLimit: number,
+  from: string,
+): PageStatement {
   requireRegistry(c, registry)
   const after = query.cursor !== undefined ? decodeCursor(query.cursor) : undefined
   const latest = query.version === 'latest'
@@ -62,28 +92,31 @@ export function selectPage(
     params.push(updatedSince)
     shape += 'u'
   }
+  let source = from
   if (search) {
-    // instr() rather than LIKE: no wildcard escaping, and user text is never a pattern.
+    // instr() rather than LIKE: no wildcard escaping, and user text is never a pattern. It also
+    // checks every candidate of the index, which only narrows them (search.ts).
     where.push('instr(re.search_text, ?) > 0')
     params.push(search)
     shape += 's'
+    const candidates = searchCandidates(c, search)
+    if (candidates !== undefined) {
+      // The candidates are FROM's parameter, which comes before every WHERE parameter.
+      params.unshift(candidates)
+      source = FROM_CANDIDATES
+      shape += 'i'
+    }
   }
   params.push(limit + 1)
-  const stmt = c.stmt(
-    `${kind}_${shape}`,
-    `SELECT re.name AS page_name, re.version AS page_version, ${columns} ` +
-      from +
+  return {
+    key: `${kind}_${shape}`,
+    sql:
+      `SELECT re.name AS page_name, re.version AS page_version, ${columns} ` +
+      source +
       `WHERE ${where.join(' AND ')} ORDER BY re.name, re.version LIMIT ?`,
-  )
-  const rows = stmt.all(...params)
-  const more = rows.length > limit
-  if (more) rows.length = limit
-  const last = rows[rows.length - 1]
-  const next =
-    more && last
-      ? encodeCursor({name: String(last.page_name), version: String(last.page_version)})
-      : undefined
-  return {rows, next}
+    params,
+    limit,
+  }
 }
 
 /** Every version of one name, in version order. */
@@ -126,18 +159,13 @@ export function selectVersion(
         .get(registry, name, version)
 }
 
-/** The query plan of a list query shape, for tests that guard against full scans. */
+/** The query plan of a list query, for tests that guard against full scans. */
 export function explainList(c: StoreConnections, registry: string, query: ListQuery): string[] {
-  const sql =
-    'EXPLAIN QUERY PLAN SELECT re.name ' +
-    FROM +
-    'WHERE re.registry = ? AND re.name >= ? AND (re.name > ? OR re.version > ?)' +
-    (query.version === 'latest' ? ' AND re.is_latest = 1' : '') +
-    ' ORDER BY re.name, re.version LIMIT ?'
+  const {sql, params} = pageStatement(c, registry, query, 'explain', 're.entry_id', 100, FROM)
   return c
     .database()
-    .prepare(sql)
-    .all(registry, 'a/a', 'a/a', '', query.limit)
+    .prepare('EXPLAIN QUERY PLAN ' + sql)
+    .all(...params)
     .map((r) => String(r.detail))
 }
 

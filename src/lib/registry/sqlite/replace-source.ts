@@ -3,6 +3,7 @@ import {applyDiff} from './apply-diff.ts'
 import type {StoreConnections} from './connections.ts'
 import {updateLatest} from './latest-flags.ts'
 import {rebuildName, rebuildRegistryInChunks} from './rebuild.ts'
+import {mergeSearchIndex} from './search.ts'
 import {stageRecords} from './stage.ts'
 
 // Above this many changed names a full rebuild of a registry is cheaper than per-name updates.
@@ -51,6 +52,7 @@ export async function replaceSource(
       await applyDiff(c, source, nowIso, nowMs, stats, changed, pause)
       await updateLatest(c, source, changedNames, bulk, pause)
       if (!bulk && changedNames.size === 0) return
+      await mergeSearchIndex(c, pause)
       for (const [registry, sources] of c.registries) {
         if (!sources.includes(source)) continue
         if (bulk) await rebuildRegistryInChunks(c, registry, pause)
