@@ -13,14 +13,13 @@
  * Run: node_modules/.bin/node bench/proxy.bench.ts [--seconds 5] [--connections 50]
  *        [--requests 1000000] [--long-budget 150]
  */
-import {spawn, type ChildProcess} from 'node:child_process'
-import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {readFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
-import {tmpdir} from 'node:os'
-import {join} from 'node:path'
 import {parseArgs} from 'node:util'
 import {Pool} from 'undici'
 import {startOidcProvider} from '../test/helpers/oidc-provider.ts'
+import {BODY, UPSTREAM} from './helpers/json-rpc-upstream.ts'
+import {startNginx} from './helpers/nginx.ts'
 import {start, type Proc} from './helpers/processes.ts'
 import {table} from './helpers/table.ts'
 
@@ -45,43 +44,6 @@ const seconds = Math.min(Number(values.seconds), 30)
 const connections = Number(values.connections)
 const longTarget = Number(values.requests)
 const longBudgetMs = Number(values['long-budget']) * 1000
-const BODY = JSON.stringify({
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'tools/call',
-  params: {name: 'echo', arguments: {message: 'hi'}},
-})
-
-const UPSTREAM = `
-import {createServer} from 'node:http'
-const chunk = Buffer.alloc(65536, 120)
-const s = createServer((req, res) => {
-  if (req.url === '/big') {
-    let left = 100 * 1024 * 1024
-    res.writeHead(200, {'content-type': 'application/octet-stream', 'content-length': String(left)})
-    const pump = () => {
-      while (left > 0) {
-        const n = Math.min(left, chunk.length)
-        left -= n
-        if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void res.once('drain', pump)
-      }
-      res.end()
-    }
-    return pump()
-  }
-  const parts = []
-  req.on('data', (c) => parts.push(c))
-  req.on('end', () => {
-    let id = null
-    try { id = JSON.parse(Buffer.concat(parts)).id } catch {}
-    const body = JSON.stringify({jsonrpc: '2.0', id, result: {content: [{type: 'text', text: 'Echo: hi'}]}})
-    res.writeHead(200, {'content-type': 'application/json', 'content-length': Buffer.byteLength(body)})
-    res.end(body)
-  })
-})
-s.keepAliveTimeout = 65000
-s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({port: s.address().port})))
-`
 
 /**
  * Second baseline: the least a Node + undici forwarder can do (no checks, no header rewriting
@@ -112,82 +74,7 @@ const cpuMs = (pid: number) => {
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(f[11]) + Number(f[12])) * 10
 }
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const cleanup: Array<() => Promise<void> | void> = []
-
-async function startNginx(
-  upstreamPort: number,
-): Promise<{url: string; worker: () => number; stop: () => Promise<void>}> {
-  const dir = mkdtempSync(join(tmpdir(), 'tg-bench-nginx-'))
-  const port = await freePort()
-  writeFileSync(
-    join(dir, 'nginx.conf'),
-    `worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi;
-  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  upstream mcp { server 127.0.0.1:${upstreamPort}; keepalive 128; }
-  server {
-    listen 127.0.0.1:${port};
-    client_max_body_size 8m;
-    location / {
-      proxy_pass http://mcp;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-      proxy_request_buffering off;
-    }
-  }
-}
-`,
-  )
-  const child: ChildProcess = spawn(
-    'nginx',
-    ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'],
-    {stdio: ['ignore', 'ignore', 'pipe']},
-  )
-  let err = ''
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()))
-  const url = `http://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
-    try {
-      const r = await fetch(url + '/mcp', {method: 'POST', body: BODY})
-      await r.arrayBuffer()
-      if (r.ok) break
-    } catch {
-      // not yet
-    }
-    if (child.exitCode !== null || i > 100) throw new Error(`nginx did not start: ${err}`)
-    await sleep(100)
-  }
-  return {
-    url,
-    // The one worker does the proxying; the master only supervises.
-    worker: () =>
-      Number(
-        readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')[0],
-      ),
-    stop: async () => {
-      child.kill('SIGTERM')
-      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)))
-      rmSync(dir, {recursive: true, force: true})
-    },
-  }
-}
-
-async function freePort(): Promise<number> {
-  const {createServer} = await import('node:net')
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as {port: number}).port
-      s.close(() => resolve(p))
-    })
-  })
-}
 
 /** `pid`: the process in the middle (proxy, or the upstream when direct), whose CPU per request is reported. */
 async function throughput(url: string, pid: number, headers: Record<string, string> = {}) {
@@ -256,7 +143,7 @@ try {
   const upstream = await start(['--input-type=module', '-e', UPSTREAM])
   cleanup.push(() => upstream.stop())
   const upstreamUrl = `http://127.0.0.1:${upstream.ready.port}`
-  const nginx = await startNginx(Number(upstream.ready.port))
+  const nginx = await startNginx(Number(upstream.ready.port), BODY)
   cleanup.push(() => nginx.stop())
   const idp = await startOidcProvider({audience: 'api://bench'})
   cleanup.push(() => idp.close())

@@ -19,9 +19,9 @@
 import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
-import {syntheticServers, wrap} from '../scripts/registry-data/generate.ts'
 import {load, type LoadResult} from './helpers/load.ts'
-import {peakRssMb, ROOT, start, waitFor200, type Proc} from './helpers/processes.ts'
+import {peakRssMb, ROOT, start, type Proc} from './helpers/processes.ts'
+import {startServe} from './helpers/serve-fixture.ts'
 import {fmt, table} from './helpers/table.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
@@ -37,54 +37,6 @@ const log = (msg: string) => process.stderr.write(`serve.bench: ${msg}\n`)
 interface Cell {
   name: string
   result: LoadResult
-}
-
-async function startToolgate(
-  versions: number,
-): Promise<Proc & {url: string; internalUrl: string; loadMs: number}> {
-  const dir = join(work, `tg-${versions}`)
-  const registry = join(work, `registry-${versions}.json`)
-  writeFileSync(registry, JSON.stringify(wrap(syntheticServers(versions), '2025-11-01T00:00:00Z')))
-  const config = join(work, `serve-${versions}.yaml`)
-  writeFileSync(
-    config,
-    [
-      'sources:',
-      `  - {name: bench, file: {path: ${JSON.stringify(registry)}}}`,
-      'registries:',
-      '  - {name: default, sources: [bench]}',
-      `storage: {sqlite: {path: ${JSON.stringify(join(dir, 'registry.db'))}}}`,
-      'auth: {mode: anonymous}',
-    ].join('\n'),
-  )
-  const env = {
-    PATH: process.env.PATH,
-    HOME: dir,
-    XDG_CONFIG_HOME: join(dir, 'config'),
-    XDG_DATA_HOME: join(dir, 'data'),
-    XDG_STATE_HOME: join(dir, 'state'),
-  }
-  const started = Date.now()
-  const serveArgs = [
-    'serve',
-    '--config',
-    config,
-    '--address',
-    '127.0.0.1:0',
-    '--internal-address',
-    '127.0.0.1:0',
-    '--json',
-  ]
-  const proc = await start(BINARY ? serveArgs : [join(ROOT, 'bin', 'dev.js'), ...serveArgs], {
-    env,
-    timeoutMs: 180_000,
-    command: BINARY,
-  })
-  procs.push(proc)
-  const url = String(proc.ready.url)
-  const internalUrl = String(proc.ready.internalUrl)
-  await waitFor200(`${internalUrl}/readiness`, 300_000)
-  return {...proc, url, internalUrl, loadMs: Date.now() - started}
 }
 
 /**
@@ -134,7 +86,8 @@ async function main(): Promise<void> {
 
   for (const size of SIZES) {
     log(`generating and loading ${size} versions`)
-    const tg = await startToolgate(size)
+    const tg = await startServe(work, size, BINARY)
+    procs.push(tg)
     const listUrl = `${tg.url}/registry/default/v0.1/servers`
     firstPageBody ??= await (await fetch(`${listUrl}?limit=${PAGE}`)).text()
     const {cursor, total, coldPageMs} = await cursorAt90(listUrl)

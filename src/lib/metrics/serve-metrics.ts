@@ -108,6 +108,21 @@ export function createServeMetrics(): ServeMetrics {
       g.set([], process.memoryUsage().heapUsed),
     ),
   )
+  // Where resident memory goes when it is not the V8 heap: the heap's reserved size, and memory
+  // outside it (Buffers and other native allocations V8 knows of).
+  registry.register(
+    new Gauge('nodejs_heap_total_bytes', 'V8 heap reserved, in bytes.', [], (g) =>
+      g.set([], process.memoryUsage().heapTotal),
+    ),
+  )
+  registry.register(
+    new Gauge(
+      'nodejs_external_memory_bytes',
+      'Memory outside the V8 heap held by JavaScript objects (Buffers included), in bytes.',
+      [],
+      (g) => g.set([], process.memoryUsage().external),
+    ),
+  )
   const startedAt = Date.now() / 1000
   registry.register(
     new Gauge('process_start_time_seconds', 'Unix time the process started.', [], (g) =>
