@@ -3,9 +3,8 @@
  * (src/lib/cli/argv.ts), then oclif. An unknown command exits 2 (a usage mistake,
  * docs/exit-codes.md), as JSON on stderr with `--json`.
  */
-import {execute, settings} from '@oclif/core'
-import {COMMANDS} from './index.ts'
 import {preflight} from './lib/cli/argv.ts'
+import {isWorkloadChild} from './lib/workloads/child-flag.ts'
 
 export interface MainOptions {
   /** The repository (or package) root holding package.json. */
@@ -20,6 +19,16 @@ export interface MainOptions {
 
 export async function main(options: MainOptions): Promise<void> {
   const argv = process.argv.slice(2)
+  // A detached run's background process loads only what one workload needs (no oclif, no other
+  // command's libraries): see lib/workloads/child-main.ts.
+  if (isWorkloadChild(argv)) {
+    const {runWorkloadChild} = await import('./lib/workloads/child-main.ts')
+    return runWorkloadChild()
+  }
+  const [{execute, settings}, {COMMANDS}] = await Promise.all([
+    import('@oclif/core'),
+    import('./index.ts'),
+  ])
   const result = preflight(argv, Object.keys(COMMANDS))
   if (result.kind === 'unknown') {
     process.stderr.write(

@@ -32,29 +32,27 @@ export default class Run extends BaseCommand {
   }
 
   async run(): Promise<void> {
-    let argv = this.argv
-    const child = argv.includes('--workload-child')
-    if (child) {
-      // The background half of a detached run: its arguments come on stdin, never in `ps`.
-      const {readStdinArgv} = await import('../lib/workloads/child-argv.ts')
-      argv = await readStdinArgv()
-    }
-    const {args, argv: rest, flags} = await this.parse(Run, argv)
+    // The background half of a detached run never comes here: src/cli.ts hands
+    // `run --workload-child` to lib/workloads/child-main.ts before oclif loads.
+    const {args, argv: rest, flags} = await this.parse(Run)
     const lib = await import('../lib/workloads/run-command.ts')
-    const input = lib.runInput(args.NAME, (rest as string[]).slice(1), flags)
-    if (!flags.foreground && !child) {
-      const state = await lib.runDetached(input, argv, {
-        relay: flags['remote-auth'] ? (line) => process.stderr.write(line + '\n') : undefined,
-      })
+    const extra = (rest as string[]).slice(1)
+    const input = lib.runInput(args.NAME, extra, flags)
+    if (!flags.foreground) {
+      const state = await lib.runDetached(
+        input,
+        {name: args.NAME, rest: extra, flags},
+        {relay: flags['remote-auth'] ? (line) => process.stderr.write(line + '\n') : undefined},
+      )
       return this.report(flags.json, state)
     }
-    const logger = lib.workloadLogger(args.NAME, flags, {child})
+    const logger = lib.workloadLogger(args.NAME, flags, {child: false})
     const workload = await lib.startForeground(input, logger, {
       json: flags.json,
-      isTTY: !child && process.stderr.isTTY === true,
-      echo: child ? undefined : (chunk) => process.stderr.write(chunk),
+      isTTY: process.stderr.isTTY === true,
+      echo: (chunk) => process.stderr.write(chunk),
     })
-    if (!child) this.report(flags.json, workload.state)
+    this.report(flags.json, workload.state)
     await lib.serveWorkload(workload, logger)
   }
 

@@ -1,24 +1,53 @@
 import {ToolgateError} from '../errors.ts'
+import type {RunFlags} from './run-command.ts'
 
-const MAX_ARGV_BYTES = 1024 * 1024
+const MAX_REQUEST_BYTES = 1024 * 1024
 
-/** The background process of a detached run reads its arguments (a JSON array) from stdin. */
-export async function readStdinArgv(
+/**
+ * What the parent of a detached run hands its background process on stdin (never on the command
+ * line, which every user of the machine can read in `ps`): the workload name, the arguments after
+ * it, and the flags the parent already parsed. The background process then needs no command-line
+ * parser at all (child-main.ts).
+ */
+export interface ChildRequest {
+  name: string
+  rest: string[]
+  flags: RunFlags & {debug: boolean; json: boolean}
+}
+
+export async function readChildRequest(
   stdin: NodeJS.ReadableStream = process.stdin,
-): Promise<string[]> {
+): Promise<ChildRequest> {
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of stdin) {
     size += (chunk as Buffer).length
-    if (size > MAX_ARGV_BYTES) throw new ToolgateError('ERR_USAGE', 'workload arguments too long')
+    if (size > MAX_REQUEST_BYTES)
+      throw new ToolgateError('ERR_USAGE', 'workload arguments too long')
     chunks.push(chunk as Buffer)
   }
-  const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null')
-  if (!Array.isArray(value) || !value.every((a) => typeof a === 'string')) {
+  let value: unknown
+  try {
+    value = JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null')
+  } catch {
+    value = undefined
+  }
+  const request = value as Partial<ChildRequest> | undefined
+  if (
+    typeof request !== 'object' ||
+    request === null ||
+    typeof request.name !== 'string' ||
+    !Array.isArray(request.rest) ||
+    !request.rest.every((a) => typeof a === 'string') ||
+    typeof request.flags !== 'object' ||
+    request.flags === null ||
+    typeof request.flags.json !== 'boolean' ||
+    typeof request.flags.debug !== 'boolean'
+  ) {
     throw new ToolgateError(
       'ERR_USAGE',
-      '--workload-child: expected the run arguments as a JSON array on stdin',
+      '--workload-child: expected {"name","rest","flags"} as JSON on stdin (it is started by `toolgate run`, not by hand)',
     )
   }
-  return value
+  return request as ChildRequest
 }

@@ -5,17 +5,17 @@ import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {ToolgateError} from '../errors.ts'
 import {selfInvocation} from '../cli/self.ts'
+import type {ChildRequest} from './child-argv.ts'
+import {CHILD_FLAG} from './child-flag.ts'
 import {readWorkload, workloadLogsDir, type WorkloadState} from './state.ts'
 
 /**
  * A detached `toolgate run`: this same program (from source or the standalone binary) is started
- * again as a background process in its own session, with the user's arguments passed on its stdin
- * — never on its command line, which every user of the machine can read in `ps` (a bearer token
- * flag would show). The parent waits until the workload's state file says it is ready, then
+ * again as a background process in its own session, with the parsed arguments passed on its stdin
+ * (child-argv.ts) — never on its command line, which every user of the machine can read in `ps` (a
+ * bearer token flag would show). The parent waits until the workload's state file says it is ready, then
  * returns it; if the background process dies first, the error carries the last lines it logged.
  */
-
-export const CHILD_FLAG = '--workload-child'
 
 /**
  * The background process lives long and mostly moves small messages: with V8's default the young
@@ -35,8 +35,8 @@ export function proxyLogFile(name: string, env: NodeJS.ProcessEnv = process.env)
 
 export interface DetachOptions {
   name: string
-  /** The user's `run` arguments (after the command id). */
-  argv: string[]
+  /** The parsed `run` arguments for the background process. */
+  request: ChildRequest
   env?: NodeJS.ProcessEnv
   timeoutMs: number
   /** Shows what the background process logs while waiting (a login URL, a device code). */
@@ -63,7 +63,7 @@ export async function startDetached(options: DetachOptions): Promise<WorkloadSta
   child.once('exit', (code, signal) => (exit = {code, signal}))
   child.once('error', (err) => (exit = {code: null, signal: err.message}))
   child.stdin!.on('error', () => undefined)
-  child.stdin!.end(JSON.stringify(options.argv))
+  child.stdin!.end(JSON.stringify(options.request))
   child.unref()
 
   let relayed = relayFrom

@@ -4,6 +4,7 @@ import type {PipelineFlags} from '../proxy/pipeline.ts'
 import {openSecretStore} from '../secrets/index.ts'
 import {RotatingLog} from '../supervisor/rotating-log.ts'
 import {parseDuration} from '../config/duration.ts'
+import type {ChildRequest} from './child-argv.ts'
 import {proxyLogFile, serverLogFile, startDetached} from './detach.ts'
 import {assertNameFree, startWorkload, type RunningWorkload} from './run-workload.ts'
 import {buildWorkloadSpec, checkRunInput, type RunInput} from './spec.ts'
@@ -16,7 +17,7 @@ export {serveWorkload} from './foreground.ts'
  * detached start, the foreground start with its logs.
  */
 
-type RunFlags = Omit<PipelineFlags, 'target-uri'> & {
+export type RunFlags = Omit<PipelineFlags, 'target-uri'> & {
   transport?: string | undefined
   'target-port'?: number | undefined
   url?: string | undefined
@@ -61,7 +62,7 @@ export function runInput(name: string, rest: string[], flags: RunFlags): RunInpu
 /** Starts the workload in the background and returns its state once it is ready. */
 export async function runDetached(
   input: RunInput,
-  argv: string[],
+  request: ChildRequest,
   options: {relay?: ((line: string) => void) | undefined},
 ): Promise<WorkloadState> {
   checkRunInput(input)
@@ -71,7 +72,7 @@ export async function runDetached(
   if (input.registry) await buildWorkloadSpec(input, {openStore: () => openSecretStore()})
   return startDetached({
     name: input.name,
-    argv,
+    request,
     // The background process has the startup timeout for the server, plus time to start itself.
     timeoutMs: parseDuration(input.startupTimeout, '--startup-timeout') + 15_000,
     ...(options.relay ? {relay: options.relay} : {}),
