@@ -133,6 +133,47 @@ async function startWorkload(entry: string, name: string): Promise<Workload> {
   }
 }
 
+/**
+ * `toolgate run` as users run it: detached (the default), the background process started by `run`
+ * itself with its own Node flags and its oclif-free entry. No inspector (it would add its own
+ * memory), so no heap reading: only RSS.
+ */
+async function startDetachedWorkload(entry: string, name: string): Promise<Workload> {
+  const home = mkdtempSync(join(tmpdir(), 'toolgate-bench-run-'))
+  homes.push(home)
+  const env = {
+    ...process.env,
+    HOME: home,
+    XDG_STATE_HOME: join(home, 'state'),
+    XDG_CONFIG_HOME: join(home, 'config'),
+    XDG_DATA_HOME: join(home, 'data'),
+  }
+  const cli = (args: string[]) =>
+    new Promise<string>((resolve, reject) => {
+      const child = spawn(NODE, [join(ROOT, entry), ...args], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let out = ''
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d))
+      child.stderr.resume()
+      child.on('exit', (code) =>
+        code === 0 ? resolve(out) : reject(new Error(`${args[0]}: exit ${code}`)),
+      )
+    })
+  await cli(['run', name, '--json', '--proxy-port', '0', '--', NODE, EVERYTHING, 'stdio'])
+  cleanup.push(() => cli(['stop', name]).catch(() => undefined))
+  const state = JSON.parse(
+    readFileSync(join(home, `state/toolgate/workloads/${name}.json`), 'utf8'),
+  ) as {supervisorPid: number; serverPid?: number; url: string}
+  return {
+    url: state.url,
+    pid: state.supervisorPid,
+    ...(state.serverPid ? {serverPid: state.serverPid} : {}),
+    heapAfterGc: () => Promise.resolve(NaN),
+  }
+}
+
 async function heapAfterGc(wsUrl: string): Promise<number> {
   const ws = new WebSocket(wsUrl)
   await new Promise((resolve, reject) => {
@@ -305,17 +346,28 @@ try {
   // Every path is measured: stop them all (and this workload) before the built entry's memory run.
   for (const c of cleanup.splice(0).reverse()) await c()
 
-  // The shipped entry, memory only, same warm-up and soak.
+  // The shipped entry, and detached workloads (what users run), memory only, same warm-up and soak.
   const distCurrent = distIsCurrent()
-  if (distCurrent) {
-    const built = await startWorkload('bin/run.js', 'bench-dist')
-    const start = rssMb(built.pid)
-    const clients = await session(built.url)
+  const memoryOnly = async (label: string, w: Workload) => {
+    const start = rssMb(w.pid)
+    const clients = await session(w.url)
     await Promise.all(clients.map((c) => sequentialCalls(c, 50)))
     await sequentialCalls(clients[0]!, 200 + SEQUENTIAL)
     await concurrentCalls(clients, SESSIONS, SECONDS * 1000)
-    memory.push(await memoryRun('bin/run.js (dist)', built, clients, start))
+    memory.push(await memoryRun(label, w, clients, start))
+    for (const c of cleanup.splice(0).reverse()) await c()
   }
+  if (distCurrent)
+    await memoryOnly('bin/run.js (dist)', await startWorkload('bin/run.js', 'bench-dist'))
+  await memoryOnly(
+    'detached, bin/dev.js (sources)',
+    await startDetachedWorkload('bin/dev.js', 'bench-detached'),
+  )
+  if (distCurrent)
+    await memoryOnly(
+      'detached, bin/run.js (dist)',
+      await startDetachedWorkload('bin/run.js', 'bench-detached-dist'),
+    )
 
   console.log(
     `\nrun bridge: echo tools/call, ${SEQUENTIAL} sequential on one client, then ${SESSIONS} sessions for ${SECONDS} s; CPU µs/call as load generator (this process) / toolgate / server (noisy: shared 2-core machine, every process on it)`,
@@ -385,12 +437,17 @@ try {
         '± 10 MB',
         verdict(Math.abs(drift) <= 10 && m.soak.errors === 0),
       ],
-      [
-        `live heap after GC, +${m.leak.calls} calls (leak), ${m.label}`,
-        `${heapDrift >= 0 ? '+' : ''}${fmt(heapDrift)} MB`,
-        '± 2 MB',
-        verdict(Math.abs(heapDrift) <= 2 && m.leak.errors === 0),
-      ],
+      // Detached workloads have no inspector: their leak check is the foreground one's.
+      ...(Number.isNaN(heapDrift)
+        ? []
+        : [
+            [
+              `live heap after GC, +${m.leak.calls} calls (leak), ${m.label}`,
+              `${heapDrift >= 0 ? '+' : ''}${fmt(heapDrift)} MB`,
+              '± 2 MB',
+              verdict(Math.abs(heapDrift) <= 2 && m.leak.errors === 0),
+            ],
+          ]),
     ]
   })
   console.log(`\nrun bridge targets`)
