@@ -197,6 +197,12 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
       sql.begin((tx) => replaceSourceTx(tx, source, servers, now, options)),
     )
     if (generation !== undefined) this.#observe(generation)
+    // After a large change, fresh planner statistics at once rather than at autovacuum's pace
+    // (a first load of 100,000 versions would otherwise be planned as an empty table).
+    if (stats.added + stats.removed > 1000)
+      void this.#run('analyze', (sql) => sql`ANALYZE source_versions, registry_entries`).catch(
+        () => undefined,
+      )
     return stats
   }
 
