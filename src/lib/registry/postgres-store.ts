@@ -44,7 +44,8 @@ import type {
  * - keeps `dataVersion()` in step with every replica's commits: each write bumps
  *   `store_state.generation` and NOTIFYs it; this store LISTENs, and also re-reads the generation
  *   every `pollMs` and on every (re)connection of the listener, so a missed notification (a
- *   database restart) delays an update by at most `pollMs` and never loses it;
+ *   database restart) delays an update by at most `pollMs` and never loses it; while the
+ *   database does not answer, the data version is unknown and no cached body is served;
  * - maps an unreachable database to ERR_STORAGE_UNAVAILABLE (503) and recovers by itself (the
  *   pool reconnects on the next query).
  */
@@ -54,7 +55,7 @@ export interface PostgresStoreOptions {
   holder?: string
   /** Lease of a source sync (default 60 s), renewed every third of it while the sync runs. */
   syncLeaseMs?: number
-  /** Fallback re-read of the generation (default 5 s). */
+  /** Re-read of the generation (default 1 s): the bound on noticing a missed NOTIFY or an outage. */
   pollMs?: number
   env?: NodeJS.ProcessEnv
 }
@@ -69,6 +70,9 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
   #generation: number | undefined
   #version = 0
   #inFlight = 0
+  // Set while the database does not answer: the data version is then unknown (another replica
+  // may reach the database and commit), so no cached body may be served as current.
+  #degraded = false
   #poll: NodeJS.Timeout | undefined
   #unlisten: (() => Promise<void>) | undefined
   #closed = false
@@ -104,7 +108,7 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
     } catch (err) {
       throw storageError(err, 'opening the database')
     }
-    const pollMs = this.#options.pollMs ?? 5000
+    const pollMs = this.#options.pollMs ?? 1000
     this.#poll = setInterval(() => void this.#refreshGeneration().catch(() => undefined), pollMs)
     this.#poll.unref()
   }
@@ -134,7 +138,9 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
     try {
       return await fn(sql)
     } catch (err) {
-      throw storageError(err, doing)
+      const mapped = storageError(err, doing)
+      if (mapped.code === 'ERR_STORAGE_UNAVAILABLE') this.#degraded = true
+      throw mapped
     } finally {
       this.#inFlight--
     }
@@ -158,7 +164,17 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
   async #refreshGeneration(): Promise<void> {
     const sql = this.#sql
     if (!sql || this.#closed) return
-    const rows = await sql`SELECT generation FROM store_state WHERE id = 1`
+    let rows
+    try {
+      rows = await sql`SELECT generation FROM store_state WHERE id = 1`
+    } catch (err) {
+      this.#degraded = true
+      throw err
+    }
+    if (this.#degraded) {
+      this.#degraded = false
+      this.#version++
+    }
     this.#observe(Number(rows[0]?.generation))
   }
 
@@ -297,6 +313,9 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
    * other (see the class comment); the response cache keys on it.
    */
   dataVersion(): number {
+    // While degraded, a new value at every call: nothing cached matches it, so requests reach the
+    // database and answer 503 until it is back.
+    if (this.#degraded) return ++this.#version
     return this.#version
   }
 
