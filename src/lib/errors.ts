@@ -21,6 +21,8 @@ export const ERROR_CODES = {
   ERR_CONFLICT: {status: 409, exit: 1},
   ERR_SOURCE_LOAD: {status: 502, exit: 78},
   ERR_STORAGE: {status: 500, exit: 70},
+  // the database does not answer (PostgreSQL down or unreachable): retry later
+  ERR_STORAGE_UNAVAILABLE: {status: 503, exit: 69},
   // authentication and authorization
   ERR_AUTH_INVALID_REQUEST: {status: 401, exit: 77},
   ERR_AUTH_INVALID_TOKEN: {status: 401, exit: 77},

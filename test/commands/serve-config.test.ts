@@ -65,10 +65,16 @@ const CASES: [string, string, string, RegExp][] = [
     /auth\.oauth\.providers\[0\]\.clientSecretFile: provider "sso": cannot read .*no-such-secret/,
   ],
   [
-    'PostgreSQL storage (validated, not supported yet)',
+    'a PostgreSQL URL carrying a password',
     'serve.yaml',
-    'storage:\n  postgres: {url: "postgres://registry@127.0.0.1/registry"}\nauth: {mode: anonymous}\n',
-    /storage\.postgres: PostgreSQL storage is not supported yet/,
+    'storage:\n  postgres: {url: "postgres://registry:hunter2@127.0.0.1/registry"}\nauth: {mode: anonymous}\n',
+    /storage\.postgres\.url: must not contain a password/,
+  ],
+  [
+    'an unknown PostgreSQL sslmode',
+    'serve.yaml',
+    'storage:\n  postgres: {host: db, sslmode: maybe}\nauth: {mode: anonymous}\n',
+    /storage\.postgres\.sslmode: must be one of disable, prefer, require, verify-ca, verify-full/,
   ],
   ['YAML that does not parse', 'serve.yaml', 'auth: [unclosed\n', /serve\.yaml: not valid YAML/],
 ]

@@ -5,10 +5,11 @@ import {parse as parseYaml} from 'yaml'
 import {ToolgateError} from '../errors.ts'
 import type {RegistryDefinition, SourceConfig} from '../registry/types.ts'
 import {Checker} from './checker.ts'
+import {checkPostgres, type PostgresStorage} from './serve-config-postgres.ts'
 import {checkAuth, type AuthConfig, type AuthMode} from './serve-config-auth.ts'
 import {checkRegistryAuthz, type RegistryAuthzSpec} from './serve-config-authz.ts'
 import {checkRegistries, checkSources} from './serve-config-sources.ts'
-import {absPath, checkReadableFile} from './config-fields.ts'
+import {absPath} from './config-fields.ts'
 
 export {DEFAULT_REALM, type AuthConfig, type AuthMode} from './serve-config-auth.ts'
 export {DEFAULT_REGISTRY} from './serve-config-sources.ts'
@@ -18,17 +19,7 @@ export {DEFAULT_REGISTRY} from './serve-config-sources.ts'
  * unknown keys are errors, every error names the field path, all errors are reported together.
  * Relative file paths inside the file are resolved against the directory of the config file.
  */
-export type StorageConfig =
-  | {kind: 'sqlite'; path: string}
-  | {
-      kind: 'postgres'
-      url?: string
-      host?: string
-      port?: number
-      database?: string
-      user?: string
-      passwordFile?: string
-    }
+export type StorageConfig = {kind: 'sqlite'; path: string} | PostgresStorage
 
 export interface ServeConfig {
   sources: SourceConfig[]
@@ -148,50 +139,7 @@ function checkStorage(
     c.add('storage', 'set either "sqlite" or "postgres", not both')
     return fallback
   }
-  if (o.postgres !== undefined) {
-    const pg = c.object(o.postgres, 'storage.postgres', [
-      'url',
-      'host',
-      'port',
-      'database',
-      'user',
-      'passwordFile',
-    ])
-    if (!pg) return fallback
-    const url = c.string(pg.url, 'storage.postgres.url')
-    if (url !== undefined && !/^postgres(ql)?:\/\//.test(url))
-      c.add('storage.postgres.url', 'must start with postgres:// or postgresql://')
-    const host = c.string(pg.host, 'storage.postgres.host')
-    const database = c.string(pg.database, 'storage.postgres.database')
-    const user = c.string(pg.user, 'storage.postgres.user')
-    const passwordFile = checkReadableFile(
-      c,
-      pg.passwordFile,
-      'storage.postgres.passwordFile',
-      baseDir,
-    )
-    let port: number | undefined
-    if (pg.port !== undefined) {
-      if (
-        typeof pg.port !== 'number' ||
-        !Number.isInteger(pg.port) ||
-        pg.port < 1 ||
-        pg.port > 65535
-      ) {
-        c.add('storage.postgres.port', 'must be an integer 1..65535')
-      } else port = pg.port
-    }
-    if (url === undefined && host === undefined) c.add('storage.postgres', 'needs "url" or "host"')
-    return {
-      kind: 'postgres',
-      ...(url !== undefined ? {url} : {}),
-      ...(host !== undefined ? {host} : {}),
-      ...(port !== undefined ? {port} : {}),
-      ...(database !== undefined ? {database} : {}),
-      ...(user !== undefined ? {user} : {}),
-      ...(passwordFile !== undefined ? {passwordFile} : {}),
-    }
-  }
+  if (o.postgres !== undefined) return checkPostgres(c, o.postgres, baseDir) ?? fallback
   if (o.sqlite !== undefined) {
     const s = c.object(o.sqlite, 'storage.sqlite', ['path'])
     const p = s && c.string(s.path, 'storage.sqlite.path', {required: true})

@@ -13,6 +13,16 @@ export interface SourceSample {
   lastSuccessMs?: number
   /** Versions the source held after its last successful sync. */
   versions?: number
+  /** Duration of this replica's last sync of the source. */
+  lastDurationMs?: number
+}
+
+/** A shared (PostgreSQL) store's state at scrape time. */
+export interface StoreSample {
+  up: boolean
+  pool: {inFlight: number; max: number}
+  /** Each source's last successful sync by any replica, Unix ms. */
+  lastSuccessMs: Map<string, number>
 }
 
 export interface ServeMetrics {
@@ -22,6 +32,8 @@ export interface ServeMetrics {
   setSourceSamples(fn: () => SourceSample[]): void
   /** Where the number of stored versions comes from (read at scrape time). */
   setVersionCounter(count: () => Promise<number>): void
+  /** Where a shared store's state comes from (read at scrape time). */
+  setStoreSamples(fn: () => Promise<StoreSample>): void
 }
 
 const STATUS_LABELS = new Map<number, string>()
@@ -38,6 +50,8 @@ export function createServeMetrics(): ServeMetrics {
   const registry = new MetricsRegistry()
   let samples: () => SourceSample[] = () => []
   let countVersions: (() => Promise<number>) | undefined
+  let storeSamples: (() => Promise<StoreSample>) | undefined
+  let store: StoreSample | undefined
 
   const requests = registry.register(
     new Counter('toolgate_http_requests_total', 'HTTP requests answered on the main port.', [
@@ -81,7 +95,45 @@ export function createServeMetrics(): ServeMetrics {
       'toolgate_source_last_success_timestamp_seconds',
       'Unix time of the last successful sync.',
       ['source'],
-      (g) => each(g, (s) => (s.lastSuccessMs === undefined ? undefined : s.lastSuccessMs / 1000)),
+      (g) =>
+        each(g, (s) => {
+          // On a shared store, the last success of any replica: the data every replica serves.
+          const ms = store?.lastSuccessMs.get(s.source) ?? s.lastSuccessMs
+          return ms === undefined ? undefined : ms / 1000
+        }),
+    ),
+  )
+  registry.register(
+    new Gauge(
+      'toolgate_source_sync_duration_seconds',
+      "Duration of this replica's last sync of the source.",
+      ['source'],
+      (g) => each(g, (s) => (s.lastDurationMs === undefined ? undefined : s.lastDurationMs / 1000)),
+    ),
+  )
+  registry.register(
+    new Gauge(
+      'toolgate_storage_up',
+      'Whether the database answered at the last scrape.',
+      [],
+      (g) => {
+        if (store) g.set([], store.up ? 1 : 0)
+      },
+    ),
+  )
+  registry.register(
+    new Gauge('toolgate_db_pool_connections', 'Database pool size.', [], (g) => {
+      if (store) g.set([], store.pool.max)
+    }),
+  )
+  registry.register(
+    new Gauge(
+      'toolgate_db_pool_in_use',
+      'Database calls in progress (above the pool size, calls queue for a connection).',
+      [],
+      (g) => {
+        if (store) g.set([], store.pool.inFlight)
+      },
     ),
   )
   registry.register(
@@ -96,7 +148,13 @@ export function createServeMetrics(): ServeMetrics {
     new Gauge('toolgate_registry_stored_versions', 'Server versions held by the store.'),
   )
   registry.onScrape(async () => {
-    if (countVersions) versions.set([], await countVersions())
+    if (storeSamples) store = await storeSamples()
+    // A database that does not answer leaves the gauge out rather than failing the scrape.
+    if (countVersions && store?.up !== false)
+      await countVersions().then(
+        (n) => versions.set([], n),
+        () => undefined,
+      )
   })
   registry.register(
     new Gauge('process_resident_memory_bytes', 'Resident memory size in bytes.', [], (g) =>
@@ -142,6 +200,9 @@ export function createServeMetrics(): ServeMetrics {
     },
     setVersionCounter(count) {
       countVersions = count
+    },
+    setStoreSamples(fn) {
+      storeSamples = fn
     },
   }
 }

@@ -76,6 +76,39 @@ export interface ReplaceSourceOptions {
    * registry that owns that block; other sources' official blocks are stripped and ignored.
    */
   trustOfficialMeta?: boolean
+  /**
+   * The sync lease this replica holds for the source (SyncCoordinator.claim): the store commits
+   * only while it is still ours, and releases it in the same commit.
+   */
+  lease?: SyncLease
+}
+
+/** An opaque proof of holding a source's sync lease (shared stores, see SyncCoordinator). */
+export interface SyncLease {
+  holder: string
+  token: number
+}
+
+/**
+ * The outcome of asking to sync a source on a store shared by several replicas: `claimed` (sync
+ * it now, holding the lease), `fresh` (another replica synced it less than an interval ago), or
+ * `busy` (another replica is syncing it).
+ */
+export type SyncClaim =
+  | {kind: 'claimed'; lease: SyncLease}
+  | {kind: 'fresh'; lastSuccessAt: Date | undefined}
+  | {kind: 'busy'; holder: string}
+
+/** Coordination of source syncs through a store shared by several `serve` replicas. */
+export interface SyncCoordinator {
+  /** Lease duration; a holder renews it every third of it while syncing. */
+  readonly leaseMs: number
+  /** `force`: sync even when another replica synced less than an interval ago (file sources at start). */
+  claimSync(source: string, intervalMs: number | undefined, force: boolean): Promise<SyncClaim>
+  /** False when the lease was lost (expired, taken over). */
+  renewSync(source: string, lease: SyncLease): Promise<boolean>
+  /** Gives the lease back after a failed sync. */
+  abandonSync(source: string, lease: SyncLease): Promise<void>
 }
 
 export interface RegistryStore {

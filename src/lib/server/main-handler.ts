@@ -54,6 +54,14 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
       sendErrorBody(res, err.status, err.message)
       return
     }
+    if (isToolgateError(err, 'ERR_STORAGE_UNAVAILABLE')) {
+      // The database is away (restart, failover): a retryable 503, JSON like every other error.
+      // Logged at warn without the request: during an outage every request ends here.
+      logger.warn('storage unavailable', {error: err.message})
+      if (!res.headersSent) sendErrorBody(res, 503, 'storage unavailable', {'retry-after': '2'})
+      else res.destroy()
+      return
+    }
     logger.error('request failed', {
       method: req.method,
       path: (req.url ?? '').split('?', 1)[0],

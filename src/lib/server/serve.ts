@@ -2,7 +2,6 @@ import {createServer, type Server} from 'node:http'
 import {createAuthenticator} from '../auth/index.ts'
 import type {BearerAuthenticator} from '../auth/types.ts'
 import type {ServeConfig} from '../config/serve-config.ts'
-import {ToolgateError} from '../errors.ts'
 import {
   allInterfaces,
   boundOf,
@@ -14,15 +13,16 @@ import {
 import type {Logger} from '../log/logger.ts'
 import {createServeMetrics} from '../metrics/serve-metrics.ts'
 import {buildOpenApi} from '../registry-api/openapi.ts'
+import {PostgresRegistryStore} from '../registry/postgres-store.ts'
 import {SqliteRegistryStore} from '../registry/sqlite-store.ts'
-import type {RegistryStore} from '../registry/types.ts'
 import type {RegistryPolicyRuntime} from '../registry-authz/policy-runtime.ts'
 import {versionInfo} from '../version.ts'
 import {createAuthGate} from './auth-gate.ts'
 import {createInternalHandler} from './internal-handler.ts'
 import {createMainHandler} from './main-handler.ts'
 import {protectedResourceMetadata} from './protected-resource.ts'
-import {createSourceRuntime, type SourceRuntime} from './sources.ts'
+import {createServeStore, describeStorage, openServeStore} from './serve-store.ts'
+import {createSourceRuntime, storeSamples, type SourceRuntime} from './sources.ts'
 
 /**
  * Starts `toolgate serve` (contract §1): store, initial load of every source, the main server and
@@ -54,34 +54,23 @@ export interface ServeHandle {
 
 export async function startServe(config: ServeConfig, opts: ServeOptions): Promise<ServeHandle> {
   const {logger} = opts
-  if (config.storage.kind === 'postgres') {
-    throw new ToolgateError(
-      'ERR_CONFIG_INVALID',
-      'storage.postgres: PostgreSQL storage is not supported yet; use storage.sqlite (the default)',
-    )
-  }
   const cleanups: (() => Promise<void>)[] = []
   const cleanup = async () => {
     for (const fn of cleanups.reverse())
       await fn().catch((err: unknown) => logger.warn('shutdown step failed', {err: err as Error}))
   }
   try {
-    const sqlite = new SqliteRegistryStore({path: config.storage.path})
-    const store: RegistryStore = sqlite
-    await store.init()
-    if (sqlite.movedAside)
-      logger.warn('database file was corrupt: moved aside, rebuilding it from the sources', {
-        path: config.storage.path,
-        moved_to: sqlite.movedAside,
-      })
+    const store = createServeStore(config)
+    const shared = store instanceof PostgresRegistryStore ? store : undefined
+    const starting = new AbortController()
+    cleanups.push(async () => starting.abort())
     cleanups.push(() => store.close())
-    await store.setRegistries(config.registries)
-    logger.info('storage ready', {storage: 'sqlite', path: config.storage.path})
 
     const metrics = createServeMetrics()
     metrics.setVersionCounter(() => store.countVersions())
+    if (shared) metrics.setStoreSamples(() => storeSamples(shared))
 
-    const sources: SourceRuntime = createSourceRuntime(config.sources, store, logger)
+    const sources: SourceRuntime = createSourceRuntime(config.sources, store, logger, shared)
     metrics.setSourceSamples(() => sources.samples())
     const graceMs = opts.graceMs ?? 10_000
 
@@ -104,6 +93,17 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
       all_interfaces: allInterfaces(internalInfo),
       url: urlOf(internalInfo),
     })
+
+    // After the internal server: while the database is away, /health answers and /readiness
+    // says not ready (the store does not answer), instead of the process crash-looping.
+    await openServeStore(store, {logger, signal: starting.signal})
+    if (store instanceof SqliteRegistryStore && store.movedAside)
+      logger.warn('database file was corrupt: moved aside, rebuilding it from the sources', {
+        path: store.path,
+        moved_to: store.movedAside,
+      })
+    await store.setRegistries(config.registries)
+    logger.info('storage ready', describeStorage(config))
 
     cleanups.push(() => sources.stop())
     await sources.start()
@@ -129,7 +129,7 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
       const {RegistryPolicyRuntime} = await import('../registry-authz/policy-runtime.ts')
       policy = await RegistryPolicyRuntime.start(config.authz, {
         logger: logger.child({component: 'authz'}),
-        dataVersion: () => sqlite.dataVersion(),
+        dataVersion: () => store.dataVersion(),
       })
       cleanups.push(async () => policy!.close())
     }

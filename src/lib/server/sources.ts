@@ -1,7 +1,8 @@
 import type {Logger} from '../log/logger.ts'
-import type {SourceSample} from '../metrics/serve-metrics.ts'
+import type {SourceSample, StoreSample} from '../metrics/serve-metrics.ts'
+import type {PostgresRegistryStore} from '../registry/postgres-store.ts'
 import {SourceSyncer} from '../registry/sources/syncer.ts'
-import type {RegistryStore, SourceConfig} from '../registry/types.ts'
+import type {RegistryStore, SourceConfig, SyncCoordinator} from '../registry/types.ts'
 
 /**
  * What `serve` needs from the source syncer: an initial load that throws naming the source when it
@@ -18,8 +19,14 @@ export function createSourceRuntime(
   sources: SourceConfig[],
   store: RegistryStore,
   logger: Logger,
+  coordinator?: SyncCoordinator,
 ): SourceRuntime {
-  const syncer = new SourceSyncer({store, sources, logger: logger.child({component: 'sources'})})
+  const syncer = new SourceSyncer({
+    store,
+    sources,
+    logger: logger.child({component: 'sources'}),
+    ...(coordinator ? {coordinator} : {}),
+  })
   return {
     start: () => syncer.start(),
     isReady: () => syncer.isReady(),
@@ -30,7 +37,28 @@ export function createSourceRuntime(
         errors: s.failures,
         ...(s.lastSuccessAt ? {lastSuccessMs: s.lastSuccessAt.getTime()} : {}),
         versions: s.versions,
+        ...(s.lastDurationMs !== undefined ? {lastDurationMs: s.lastDurationMs} : {}),
       })),
     stop: () => syncer.stop(),
+  }
+}
+
+/**
+ * What /metrics shows of a shared store: whether it answers, the pool in use, and each source's
+ * last success on any replica (this replica's own samples only know its own syncs).
+ */
+export async function storeSamples(store: PostgresRegistryStore): Promise<StoreSample> {
+  const pool = store.poolUse()
+  try {
+    const rows = await store.syncStatus()
+    return {
+      up: true,
+      pool,
+      lastSuccessMs: new Map(
+        rows.flatMap((r) => (r.lastSuccessAt ? [[r.source, r.lastSuccessAt.getTime()]] : [])),
+      ),
+    }
+  } catch {
+    return {up: false, pool, lastSuccessMs: new Map()}
   }
 }

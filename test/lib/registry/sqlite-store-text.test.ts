@@ -6,6 +6,14 @@ import {join} from 'node:path'
 import {SqliteRegistryStore} from '../../../src/lib/registry/sqlite-store.ts'
 import {isToolgateError} from '../../../src/lib/errors.ts'
 import {
+  describeEachBackend,
+  pgDatabase,
+  stopStoreBackends,
+  type TestStore,
+} from '../../helpers/store-backends.ts'
+import {postgresMissing} from '../../helpers/postgres.ts'
+import {PostgresRegistryStore} from '../../../src/lib/registry/postgres-store.ts'
+import {
   OFFICIAL_META_KEY,
   type ListQuery,
   type ServerJson,
@@ -44,17 +52,13 @@ function tricky(): ServerJson[] {
   ]
 }
 
-async function memoryStore() {
-  const store = new SqliteRegistryStore({path: ':memory:'})
-  await store.init()
-  await store.setRegistries([{name: 'default', sources: ['a', 'up']}])
-  return store
-}
+after(() => stopStoreBackends())
+const REGISTRIES = [{name: 'default', sources: ['a', 'up']}]
 
-describe('SqliteRegistryStore text reads', () => {
-  let store: SqliteRegistryStore
+describeEachBackend('registry store text reads', (backend) => {
+  let store: TestStore
   before(async () => {
-    store = await memoryStore()
+    store = await backend.open(REGISTRIES)
     await store.replaceSource('a', tricky(), T0)
     // Trusted upstream metadata (api sources): status, dates and isLatest come from the record.
     await store.replaceSource(
@@ -166,9 +170,9 @@ describe('SqliteRegistryStore text reads', () => {
   })
 })
 
-describe('SqliteRegistryStore dataVersion', () => {
+describeEachBackend('registry store dataVersion', (backend) => {
   test('stays put across reads and moves with every write transaction', async () => {
-    const store = await memoryStore()
+    const store = await backend.open(REGISTRIES)
     try {
       const v0 = store.dataVersion()
       await store.listServersText('default', {limit: 10})
@@ -183,7 +187,9 @@ describe('SqliteRegistryStore dataVersion', () => {
       await store.close()
     }
   })
+})
 
+describe('SqliteRegistryStore dataVersion across connections', () => {
   test('moves when another connection commits to the same file', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'toolgate-dv-'))
     const path = join(dir, 'registry.db')
@@ -201,6 +207,35 @@ describe('SqliteRegistryStore dataVersion', () => {
       await reader.close()
       await writer.close()
       await rm(dir, {recursive: true, force: true})
+    }
+  })
+})
+
+describe('PostgresRegistryStore dataVersion across replicas', {skip: postgresMissing}, () => {
+  test('moves when another replica commits (NOTIFY), and stays put otherwise', async () => {
+    const url = await pgDatabase()
+    const reader = new PostgresRegistryStore({connection: {url}, pollMs: 60_000})
+    const writer = new PostgresRegistryStore({connection: {url}, pollMs: 60_000})
+    try {
+      await writer.init()
+      await reader.init()
+      await writer.setRegistries([{name: 'default', sources: ['a']}])
+      await reader.setRegistries([{name: 'default', sources: ['a']}])
+      const before = reader.dataVersion()
+      await writer.replaceSource('a', tricky(), T0)
+      // The notification arrives asynchronously; the poll is a minute away, so this is NOTIFY.
+      for (let i = 0; i < 200 && reader.dataVersion() === before; i++)
+        await new Promise((r) => setTimeout(r, 25))
+      assert.notEqual(reader.dataVersion(), before)
+      const moved = reader.dataVersion()
+      // A sync that changes nothing commits no new generation.
+      await writer.replaceSource('a', tricky(), T1)
+      await reader.ping()
+      await new Promise((r) => setTimeout(r, 200))
+      assert.equal(reader.dataVersion(), moved)
+    } finally {
+      await reader.close()
+      await writer.close()
     }
   })
 })

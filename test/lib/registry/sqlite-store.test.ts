@@ -7,6 +7,11 @@ import {SqliteRegistryStore} from '../../../src/lib/registry/sqlite-store.ts'
 import {encodeCursor} from '../../../src/lib/registry/cursor.ts'
 import {isToolgateError} from '../../../src/lib/errors.ts'
 import {
+  describeEachBackend,
+  stopStoreBackends,
+  type TestStore,
+} from '../../helpers/store-backends.ts'
+import {
   OFFICIAL_META_KEY,
   type ServerEntry,
   type ServerJson,
@@ -19,18 +24,13 @@ const T2 = new Date('2025-03-01T00:00:00.000Z')
 const official = (e: ServerEntry) => e._meta[OFFICIAL_META_KEY]
 const ids = (entries: ServerEntry[]) => entries.map((e) => `${e.server.name}@${e.server.version}`)
 
-async function memoryStore(registries = [{name: 'default', sources: ['a']}]) {
-  const store = new SqliteRegistryStore({path: ':memory:'})
-  await store.init()
-  await store.setRegistries(registries)
-  return store
-}
+after(() => stopStoreBackends())
 
 function server(name: string, version: string, extra: Partial<ServerJson> = {}): ServerJson {
   return {name, version, description: `The ${name} server`, ...extra}
 }
 
-async function listAll(store: SqliteRegistryStore, registry: string, limit: number, q = {}) {
+async function listAll(store: TestStore, registry: string, limit: number, q = {}) {
   const seen: ServerEntry[] = []
   let cursor: string | undefined
   let pages = 0
@@ -45,11 +45,12 @@ async function listAll(store: SqliteRegistryStore, registry: string, limit: numb
   return seen
 }
 
-describe('SqliteRegistryStore listing', () => {
-  let store: SqliteRegistryStore
+// One set of cases, run on every backend (SQLite and PostgreSQL answer identically).
+describeEachBackend('registry store listing', (backend) => {
+  let store: TestStore
   const names = ['io.b/zeta', 'io.a/alpha', 'io.a/beta', 'com.example/weather', 'io.a/Alpha2']
   before(async () => {
-    store = await memoryStore()
+    store = await backend.open()
     const servers: ServerJson[] = []
     for (const n of names) for (const v of ['1.0.0', '1.10.0', '1.2.0']) servers.push(server(n, v))
     servers.push(server('io.c/tools', '2024-06', {title: 'Weather Tools', description: 'misc'}))
@@ -197,19 +198,11 @@ describe('SqliteRegistryStore listing', () => {
     )
     assert.equal(await store.getVersion('default', 'io.a/alpha', '9.9.9'), undefined)
   })
-
-  test('list queries are index range scans (no full scan, no temp sort)', () => {
-    for (const q of [{limit: 30}, {limit: 30, version: 'latest'}]) {
-      const plan = store.explainList('default', q).join('\n')
-      assert.match(plan, /SEARCH re USING (PRIMARY KEY|INDEX)/)
-      assert.doesNotMatch(plan, /SCAN re|TEMP B-TREE/)
-    }
-  })
 })
 
-describe('SqliteRegistryStore sync semantics', () => {
+describeEachBackend('registry store sync semantics', (backend) => {
   test('the first source listed wins for a name present in two sources, with all its versions', async () => {
-    const store = await memoryStore([
+    const store = await backend.open([
       {name: 'default', sources: ['first', 'second']},
       {name: 'reversed', sources: ['second', 'first']},
     ])
@@ -259,7 +252,7 @@ describe('SqliteRegistryStore sync semantics', () => {
   })
 
   test('publishedAt is kept for unchanged versions; updatedAt moves only when the document changes', async () => {
-    const store = await memoryStore()
+    const store = await backend.open()
     const s1 = await store.replaceSource(
       'a',
       [server('io.x/a', '1.0.0'), server('io.x/b', '1.0.0')],
@@ -309,7 +302,7 @@ describe('SqliteRegistryStore sync semantics', () => {
   })
 
   test('isLatest follows new versions and removals', async () => {
-    const store = await memoryStore()
+    const store = await backend.open()
     await store.replaceSource('a', [server('io.x/a', '1.0.0')], T0)
     assert.equal(official((await store.getVersion('default', 'io.x/a', '1.0.0'))!).isLatest, true)
     await store.replaceSource('a', [server('io.x/a', '1.0.0'), server('io.x/a', '1.1.0')], T1)
@@ -321,7 +314,7 @@ describe('SqliteRegistryStore sync semantics', () => {
   })
 
   test('an incoming official _meta block is stripped; other _meta keys are kept', async () => {
-    const store = await memoryStore()
+    const store = await backend.open()
     const forged = {
       status: 'deprecated',
       publishedAt: '2000-01-01T00:00:00Z',
@@ -352,7 +345,7 @@ describe('SqliteRegistryStore sync semantics', () => {
   })
 
   test('a trusted upstream official block (api sources) is respected', async () => {
-    const store = await memoryStore()
+    const store = await backend.open()
     const meta = (status: string, at: string, isLatest: boolean) => ({
       _meta: {[OFFICIAL_META_KEY]: {status, publishedAt: at, updatedAt: at, isLatest}},
     })
@@ -377,7 +370,7 @@ describe('SqliteRegistryStore sync semantics', () => {
   })
 
   test('invalid and duplicate records are skipped and counted, the rest stored', async () => {
-    const store = await memoryStore()
+    const store = await backend.open()
     const stats = await store.replaceSource(
       'a',
       [
@@ -396,13 +389,27 @@ describe('SqliteRegistryStore sync semantics', () => {
   })
 
   test('retainSources drops the data of sources no longer configured', async () => {
-    const store = await memoryStore([{name: 'default', sources: ['a', 'gone']}])
+    const store = await backend.open([{name: 'default', sources: ['a', 'gone']}])
     await store.replaceSource('a', [server('io.x/a', '1.0.0')], T0)
     await store.replaceSource('gone', [server('io.x/g', '1.0.0')], T0)
-    assert.equal(store.countRegistryVersions('default'), 2)
-    await store.retainSources(['a'])
+    assert.equal(await store.countRegistryVersions('default'), 2)
+    await store.retainSources!(['a'])
     assert.equal(await store.countVersions(), 1)
     assert.deepEqual(ids(await listAll(store, 'default', 10)), ['io.x/a@1.0.0'])
+    await store.close()
+  })
+})
+
+describe('SqliteRegistryStore query plans', () => {
+  test('list queries are index range scans (no full scan, no temp sort)', async () => {
+    const store = new SqliteRegistryStore({path: ':memory:'})
+    await store.init()
+    await store.setRegistries([{name: 'default', sources: ['a']}])
+    for (const q of [{limit: 30}, {limit: 30, version: 'latest'}]) {
+      const plan = store.explainList('default', q).join('\n')
+      assert.match(plan, /SEARCH re USING (PRIMARY KEY|INDEX)/)
+      assert.doesNotMatch(plan, /SCAN re|TEMP B-TREE/)
+    }
     await store.close()
   })
 })

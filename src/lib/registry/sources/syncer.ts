@@ -3,10 +3,11 @@ import {basename, dirname, resolve} from 'node:path'
 import {ToolgateError} from '../../errors.ts'
 import {createOutboundClient, type OutboundClient} from '../../http/outbound.ts'
 import {createLogger, type Logger} from '../../log/logger.ts'
-import type {RegistryStore, SourceConfig} from '../types.ts'
+import type {RegistryStore, SourceConfig, SyncCoordinator, SyncLease} from '../types.ts'
 import {ApiLoader} from './api-source.ts'
 import {FilePathLoader, FileUrlLoader} from './file-source.ts'
 import type {SourceLoader} from './loader.ts'
+import {claimOrWait, keepLease} from './coordinated.ts'
 import {compileNameFilter, type NamePredicate} from './name-filter.ts'
 
 /**
@@ -39,6 +40,11 @@ export interface SourceSyncerOptions {
   maxApiPages?: number
   /** Watch file paths for changes. Default true. */
   watch?: boolean
+  /**
+   * Set when the store is shared by several replicas (PostgreSQL): a source is synced only by the
+   * replica holding its lease, at most once per interval across all replicas (see coordinated.ts).
+   */
+  coordinator?: SyncCoordinator
 }
 
 export interface SourceStats {
@@ -84,6 +90,7 @@ export class SourceSyncer {
   #now: () => Date
   #debounceMs: number
   #watch: boolean
+  #coordinator: SyncCoordinator | undefined
   #states = new Map<string, SourceState>()
   #abort = new AbortController()
   #started = false
@@ -97,6 +104,7 @@ export class SourceSyncer {
     this.#now = options.now ?? (() => new Date())
     this.#debounceMs = options.debounceMs ?? 250
     this.#watch = options.watch ?? true
+    this.#coordinator = options.coordinator
     const timeoutMs = options.requestTimeoutMs ?? 30_000
     let client = options.outbound
     const http = (): OutboundClient => {
@@ -176,7 +184,7 @@ export class SourceSyncer {
     this.#started = true
     await this.#store.retainSources?.([...this.#states.keys()])
     const results = await Promise.allSettled(
-      [...this.#states.values()].map((s) => this.#syncOnce(s)),
+      [...this.#states.values()].map((s) => this.#syncOnce(s, true)),
     )
     const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []))
     if (failures.length > 0) {
@@ -274,7 +282,7 @@ export class SourceSyncer {
       do {
         state.pending = false
         try {
-          await this.#syncOnce(state)
+          await this.#syncOnce(state, false)
         } catch (err) {
           // Reload failure: keep serving the last good data (contract §1); already recorded.
           this.#log.error('registry source reload failed; serving the last good data', {
@@ -290,13 +298,31 @@ export class SourceSyncer {
     return state.running
   }
 
-  async #syncOnce(state: SourceState): Promise<void> {
+  async #syncOnce(state: SourceState, initial: boolean): Promise<void> {
     const {stats, config, loader} = state
+    let lease: SyncLease | undefined
+    if (this.#coordinator) {
+      const claim = await claimOrWait(this.#coordinator, config, initial, this.#abort.signal)
+      if (claim.kind !== 'claimed') {
+        // Another replica synced it recently: its data is in the shared store, so this replica
+        // counts the source as loaded without reading it again.
+        if (claim.kind === 'fresh' && claim.lastSuccessAt) {
+          stats.ready = true
+          stats.lastSuccessAt ??= claim.lastSuccessAt
+        }
+        return
+      }
+      lease = claim.lease
+    }
+    const heartbeat = lease && keepLease(this.#coordinator!, config.name, lease, this.#log)
     const started = performance.now()
     stats.lastAttemptAt = this.#now()
     try {
       const loaded = await loader.load(this.#abort.signal)
-      if (this.#stopped) return
+      if (this.#stopped) {
+        if (lease) await this.#coordinator!.abandonSync(config.name, lease).catch(() => undefined)
+        return
+      }
       const {records} = loaded
       let filteredOut = 0
       const filter = state.filter
@@ -309,6 +335,7 @@ export class SourceSyncer {
       })()
       const result = await this.#store.replaceSource(config.name, kept, this.#now(), {
         trustOfficialMeta: loaded.trustOfficialMeta,
+        ...(lease ? {lease} : {}),
       })
       const invalid = records.invalid.length + (result.skipped ?? 0)
       for (const bad of records.invalid.slice(0, MAX_INVALID_LOGGED)) {
@@ -341,6 +368,7 @@ export class SourceSyncer {
         invalid,
       })
     } catch (err) {
+      if (lease) await this.#coordinator!.abandonSync(config.name, lease).catch(() => undefined)
       stats.failures++
       stats.lastErrorAt = this.#now()
       const inner = err instanceof Error ? err.message : String(err)
@@ -353,6 +381,7 @@ export class SourceSyncer {
         {cause: err, details: {source: config.name, location: loader.location}},
       )
     } finally {
+      if (heartbeat) clearInterval(heartbeat)
       const ms = performance.now() - started
       stats.lastDurationMs = ms
       stats.totalDurationMs += ms

@@ -1,0 +1,214 @@
+/**
+ * `serve` on SQLite vs PostgreSQL (issue #15), same machine, same 100,000-version source, 64
+ * connections: the first page (response cache), rotating deep cursors (every page of the registry
+ * in turn: far more pages than the response cache holds, so nearly all uncached) and rotating
+ * searches. Then a re-sync of all 100,000 versions on PostgreSQL while readers run: its duration,
+ * and the readers' p99 during it against the idle p99 measured just before.
+ * Targets: PostgreSQL uncached >= 50% of SQLite uncached; sync <= 30 s; p99 during <= 2x idle.
+ */
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {Agent, request} from 'undici'
+import {syntheticServers, wrap} from '../scripts/registry-data/generate.ts'
+import {startPgCluster, type PgCluster} from '../test/helpers/postgres.ts'
+import {load} from './helpers/load.ts'
+import {ROOT, start, waitFor200, type Proc} from './helpers/processes.ts'
+import {fmt, table} from './helpers/table.ts'
+
+const VERSIONS = Number(process.env.BENCH_PG_VERSIONS ?? 100_000)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
+const CONNECTIONS = 64
+const work = mkdtempSync(join(tmpdir(), 'toolgate-bench-pg-'))
+const log = (msg: string) => process.stderr.write(`serve-postgres.bench: ${msg}\n`)
+
+function writeSource(path: string, generation: number): void {
+  const servers = syntheticServers(VERSIONS) as {description?: string}[]
+  if (generation > 1)
+    for (const s of servers) s.description = `${s.description ?? ''} (g${generation})`
+  writeFileSync(path, JSON.stringify(wrap(servers as never[], '2025-11-01T00:00:00Z')))
+}
+
+async function startServe(
+  name: string,
+  storage: string,
+  source: string,
+): Promise<Proc & {url: string; internalUrl: string}> {
+  const dir = join(work, name)
+  const config = join(work, `${name}.yaml`)
+  writeFileSync(
+    config,
+    [
+      'sources:',
+      `  - {name: bench, file: {path: ${JSON.stringify(source)}}}`,
+      'registries:',
+      '  - {name: default, sources: [bench]}',
+      `storage: ${storage}`,
+      'auth: {mode: anonymous}',
+    ].join('\n'),
+  )
+  const env = {
+    PATH: process.env.PATH,
+    HOME: dir,
+    XDG_DATA_HOME: join(dir, 'data'),
+    XDG_STATE_HOME: join(dir, 's'),
+    XDG_CONFIG_HOME: join(dir, 'c'),
+  }
+  const args = [
+    join(ROOT, 'bin', 'dev.js'),
+    'serve',
+    '--config',
+    config,
+    '--address',
+    '127.0.0.1:0',
+    '--internal-address',
+    '127.0.0.1:0',
+    '--json',
+  ]
+  const proc = await start(args, {env, timeoutMs: 300_000})
+  const internalUrl = String(proc.ready.internalUrl)
+  await waitFor200(`${internalUrl}/readiness`, 300_000)
+  return {...proc, url: String(proc.ready.url), internalUrl}
+}
+
+interface Rotating {
+  rps: number
+  p50: number
+  p99: number
+  errors: number
+}
+
+/** 64 workers over keep-alive connections, each taking the next path of the rotation. */
+async function rotating(base: string, paths: string[], seconds: number): Promise<Rotating> {
+  const agent = new Agent({connections: CONNECTIONS, pipelining: 1})
+  const latencies: number[] = []
+  let errors = 0
+  let next = 0
+  const end = performance.now() + seconds * 1000
+  const worker = async () => {
+    while (performance.now() < end) {
+      const path = paths[next++ % paths.length]!
+      const t = performance.now()
+      const res = await request(base + path, {dispatcher: agent})
+      await res.body.text()
+      if (res.statusCode !== 200) errors++
+      latencies.push(performance.now() - t)
+    }
+  }
+  await Promise.all(Array.from({length: CONNECTIONS}, worker))
+  await agent.close()
+  latencies.sort((a, b) => a - b)
+  const at = (q: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0
+  return {rps: latencies.length / seconds, p50: at(0.5), p99: at(0.99), errors}
+}
+
+async function cursors(url: string): Promise<string[]> {
+  const out: string[] = []
+  let cursor: string | undefined
+  do {
+    const res = await fetch(
+      `${url}/registry/default/v0.1/servers?limit=30${cursor ? `&cursor=${cursor}` : ''}`,
+    )
+    const body = (await res.json()) as {metadata: {nextCursor?: string}}
+    cursor = body.metadata.nextCursor
+    if (cursor) out.push(`/registry/default/v0.1/servers?limit=30&cursor=${cursor}`)
+  } while (cursor)
+  return out
+}
+
+async function main(): Promise<void> {
+  let cluster: PgCluster | undefined
+  const procs: Proc[] = []
+  try {
+    const source = join(work, 'registry.json')
+    writeSource(source, 1)
+    cluster = await startPgCluster()
+    const dbUrl = await cluster.createDatabase('bench')
+    log(`${VERSIONS} versions; starting serve on SQLite and on PostgreSQL`)
+    const t0 = Date.now()
+    const lite = await startServe(
+      'sqlite',
+      `{sqlite: {path: ${JSON.stringify(join(work, 'r.db'))}}}`,
+      source,
+    )
+    const liteLoad = Date.now() - t0
+    const t1 = Date.now()
+    const pg = await startServe('postgres', `{postgres: {url: ${JSON.stringify(dbUrl)}}}`, source)
+    const pgLoad = Date.now() - t1
+    procs.push(lite, pg)
+    const pages = await cursors(lite.url)
+    const searches = Array.from(
+      {length: 3000},
+      (_, i) =>
+        `/registry/default/v0.1/servers?search=${encodeURIComponent(`-${String(i).padStart(4, '0')}`)}`,
+    )
+    const rows: (string | number)[][] = []
+    const results: Record<string, Record<string, Rotating>> = {}
+    for (const [name, s] of [
+      ['sqlite', lite],
+      ['postgres', pg],
+    ] as const) {
+      const first = await load(`${s.url}/registry/default/v0.1/servers`, {
+        connections: CONNECTIONS,
+        seconds: SECONDS,
+      })
+      rows.push([
+        name,
+        'first page (cached)',
+        fmt(first.rps, 0),
+        fmt(first.p50),
+        fmt(first.p99),
+        first.errors + first.non2xx,
+      ])
+      results[name] = {}
+      for (const [label, paths] of [
+        ['deep cursors (rotating)', pages],
+        ['searches (rotating)', searches],
+      ] as const) {
+        await rotating(s.url, paths.slice(0, 200), 1) // warm-up
+        const r = await rotating(s.url, paths, SECONDS)
+        results[name]![label] = r
+        rows.push([name, label, fmt(r.rps, 0), fmt(r.p50), fmt(r.p99), r.errors])
+      }
+    }
+    process.stdout.write(
+      `\nserve at ${CONNECTIONS} connections, ${VERSIONS} versions (${pages.length} pages of 30)\n`,
+    )
+    process.stdout.write(
+      table(['store', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors'], rows) + '\n',
+    )
+    for (const label of ['deep cursors (rotating)', 'searches (rotating)']) {
+      const ratio = results.postgres![label]!.rps / results.sqlite![label]!.rps
+      process.stdout.write(
+        `${label}: PostgreSQL/SQLite = ${fmt(ratio * 100, 0)}% (target >= 50%) ${ratio >= 0.5 ? 'MET' : 'MISSED'}\n`,
+      )
+    }
+    process.stdout.write(
+      `initial load: SQLite ${fmt(liteLoad / 1000)} s, PostgreSQL ${fmt(pgLoad / 1000)} s (process start included)\n`,
+    )
+
+    // Re-sync of every version on PostgreSQL while readers run.
+    const idle = await rotating(pg.url, pages, SECONDS)
+    const before = (pg.stderr().match(/registry source synced/g) ?? []).length
+    const synced = () => (pg.stderr().match(/registry source synced/g) ?? []).length > before
+    writeSource(source, 2)
+    const started = Date.now()
+    const during: Rotating[] = []
+    while (!synced() && Date.now() - started < 120_000)
+      during.push(await rotating(pg.url, pages, 1))
+    const syncMs = Date.now() - started
+    const p99During = Math.max(...during.map((d) => d.p99))
+    process.stdout.write(
+      `sync of ${VERSIONS} changed versions on PostgreSQL: ${fmt(syncMs / 1000)} s (target <= 30 s) ${syncMs <= 30_000 ? 'MET' : 'MISSED'}\n` +
+        `readers (rotating cursors): idle p99 ${fmt(idle.p99)} ms, worst 1-s p99 during the sync ${fmt(p99During)} ms ` +
+        `(target <= 2x) ${p99During <= 2 * idle.p99 ? 'MET' : 'MISSED'}; errors during ${during.reduce((a, d) => a + d.errors, 0)}\n`,
+    )
+  } finally {
+    for (const p of procs) await p.stop()
+    await cluster?.destroy()
+    rmSync(work, {recursive: true, force: true})
+  }
+}
+
+await main()

@@ -1,0 +1,281 @@
+import type {TransactionSql} from 'postgres'
+import {ToolgateError} from '../../errors.ts'
+import {pickLatest} from '../latest.ts'
+import {checkRecord, prepareRecord} from '../record.ts'
+import type {ReplaceSourceOptions, ServerJson, SyncLease, SyncStats} from '../types.ts'
+import {withoutNul} from './reads.ts'
+
+/** Rows per staging INSERT and per isLatest round trip. */
+const BATCH = 1000
+// Transaction-level advisory lock taken by every write: syncs of two sources feeding one registry
+// on two replicas would otherwise both rebuild the same registry rows and collide on its key.
+export const WRITE_LOCK_KEY = 0x746f6f6d
+
+export const NOTIFY_CHANNEL = 'toolgate_registry'
+
+/**
+ * Replaces what `source` holds with `servers` in one transaction, so readers on every replica see
+ * the old set or the new one, never a mix (PostgreSQL MVCC). The same steps as the SQLite store
+ * (../sqlite/replace-source.ts), set-based on the server: stage into a temp table, apply the
+ * difference (removed, changed, added) collecting the touched names into a second temp table,
+ * recompute isLatest for those names (in JS: semver), re-materialise them in every registry the
+ * source feeds, bump the store generation and NOTIFY the other replicas (delivered at COMMIT).
+ * With a lease, the commit also releases it, and fails (rolling everything back) when another
+ * replica took the lease over meanwhile.
+ */
+export async function replaceSourceTx(
+  tx: TransactionSql,
+  source: string,
+  servers: Iterable<ServerJson>,
+  now: Date,
+  options: ReplaceSourceOptions,
+): Promise<{stats: SyncStats; generation: number | undefined}> {
+  const nowIso = now.toISOString()
+  const nowMs = now.getTime()
+  const stats: SyncStats = {source, versions: 0, added: 0, updated: 0, removed: 0, skipped: 0}
+  await tx.unsafe(
+    'CREATE TEMP TABLE staging (name TEXT COLLATE "C" NOT NULL, version TEXT COLLATE "C" NOT NULL, ' +
+      'server_json TEXT NOT NULL, content_hash TEXT NOT NULL, search_text TEXT NOT NULL, ' +
+      'up_status TEXT, up_published TEXT, up_updated TEXT, up_updated_ms BIGINT, up_latest BOOLEAN, ' +
+      'PRIMARY KEY (name, version)) ON COMMIT DROP; ' +
+      'CREATE TEMP TABLE changed (name TEXT COLLATE "C" PRIMARY KEY) ON COMMIT DROP',
+  )
+  stats.skipped = await stage(tx, servers, options.trustOfficialMeta === true, stats)
+  await tx.unsafe('ANALYZE staging')
+  await tx`SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY})`
+
+  const count = async (text: string, params: unknown[]) =>
+    Number((await tx.unsafe(text, params as never[]))[0]?.n ?? 0)
+  const track = (dml: string) =>
+    `WITH d AS (${dml}), c AS (INSERT INTO changed SELECT DISTINCT name FROM d ` +
+    'ON CONFLICT DO NOTHING) SELECT count(*) AS n FROM d'
+  stats.removed = await count(
+    track(
+      'DELETE FROM source_versions sv WHERE sv.source = $1 AND NOT EXISTS ' +
+        '(SELECT 1 FROM staging s WHERE s.name = sv.name AND s.version = sv.version) RETURNING sv.name',
+    ),
+    [source],
+  )
+  // Changed: new content, or different upstream-owned metadata. publishedAt carries over;
+  // updatedAt moves only when the document changed (or upstream says). Only content or status
+  // changes count as "updated" (as in the SQLite store).
+  const changedRows = await tx.unsafe(
+    "WITH d AS (SELECT sv.id, sv.name, (sv.content_hash <> s.content_hash OR sv.status <> COALESCE(s.up_status, 'active')) AS counted, " +
+      "s.server_json, s.content_hash, COALESCE(s.up_status, 'active') AS status, " +
+      'COALESCE(s.up_published, sv.published_at) AS published_at, ' +
+      'COALESCE(s.up_updated, CASE WHEN sv.content_hash <> s.content_hash THEN $2 ELSE sv.updated_at END) AS updated_at, ' +
+      'COALESCE(s.up_updated_ms, CASE WHEN sv.content_hash <> s.content_hash THEN $3::bigint ELSE sv.updated_ms END) AS updated_ms, ' +
+      's.search_text FROM staging s JOIN source_versions sv ' +
+      'ON sv.source = $1 AND sv.name = s.name AND sv.version = s.version ' +
+      "WHERE sv.content_hash <> s.content_hash OR sv.status <> COALESCE(s.up_status, 'active') " +
+      'OR (s.up_published IS NOT NULL AND s.up_published <> sv.published_at) ' +
+      'OR (s.up_updated IS NOT NULL AND s.up_updated <> sv.updated_at)), ' +
+      'u AS (UPDATE source_versions t SET server_json = d.server_json, content_hash = d.content_hash, ' +
+      'status = d.status, published_at = d.published_at, updated_at = d.updated_at, ' +
+      'updated_ms = d.updated_ms, search_text = d.search_text FROM d WHERE t.id = d.id RETURNING d.name, d.counted), ' +
+      'c AS (INSERT INTO changed SELECT DISTINCT name FROM u ON CONFLICT DO NOTHING) ' +
+      'SELECT count(*) FILTER (WHERE counted) AS n FROM u',
+    [source, nowIso, nowMs],
+  )
+  stats.updated = Number(changedRows[0]?.n ?? 0)
+  stats.added = await count(
+    track(
+      'INSERT INTO source_versions (source, name, version, server_json, content_hash, status, ' +
+        'published_at, updated_at, updated_ms, is_latest, search_text) ' +
+        "SELECT $1, s.name, s.version, s.server_json, s.content_hash, COALESCE(s.up_status, 'active'), " +
+        'COALESCE(s.up_published, $2), COALESCE(s.up_updated, $2), COALESCE(s.up_updated_ms, $3::bigint), false, s.search_text ' +
+        'FROM staging s WHERE NOT EXISTS (SELECT 1 FROM source_versions sv ' +
+        'WHERE sv.source = $1 AND sv.name = s.name AND sv.version = s.version) RETURNING name',
+    ),
+    [source, nowIso, nowMs],
+  )
+
+  let generation: number | undefined
+  const touched = await count('SELECT count(*) AS n FROM changed', [])
+  if (touched > 0) {
+    await tx.unsafe('ANALYZE changed')
+    await updateLatest(tx, source)
+    await rebuildChanged(tx, source)
+    generation = await bumpGeneration(tx)
+  }
+  if (options.lease) await releaseLeaseOnCommit(tx, source, options.lease)
+  return {stats, generation}
+}
+
+// Element types of the staging columns (PostgreSQL type OIDs: 25 text, 20 int8, 16 bool): the
+// driver sends each column as one typed array parameter.
+const STAGING_TYPES = [25, 25, 25, 25, 25, 25, 25, 25, 20, 16]
+
+/** Stages the records (first occurrence of a name+version wins); returns how many were skipped. */
+async function stage(
+  tx: TransactionSql,
+  servers: Iterable<ServerJson>,
+  trust: boolean,
+  stats: SyncStats,
+): Promise<number> {
+  let skipped = 0
+  const cols: unknown[][] = Array.from({length: 10}, () => [])
+  let n = 0
+  const flush = async () => {
+    if (n === 0) return
+    const inserted = await tx.unsafe(
+      'INSERT INTO staging (name, version, server_json, content_hash, search_text, up_status, ' +
+        'up_published, up_updated, up_updated_ms, up_latest) SELECT * FROM unnest($1::text[], ' +
+        '$2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], ' +
+        '$9::bigint[], $10::boolean[]) ON CONFLICT (name, version) DO NOTHING',
+      cols.map((values, i) => tx.array(values as never[], STAGING_TYPES[i])) as never[],
+    )
+    stats.versions += inserted.count
+    skipped += n - inserted.count
+    for (const c of cols) c.length = 0
+    n = 0
+  }
+  for (const server of servers) {
+    if (checkRecord(server) !== undefined) {
+      skipped++
+      continue
+    }
+    const rec = prepareRecord(server, trust)
+    const up = rec.official
+    const values = [
+      rec.name,
+      rec.version,
+      rec.json,
+      rec.hash,
+      withoutNul(rec.searchText),
+      up?.status ?? null,
+      up?.publishedAt ?? null,
+      up?.updatedAt ?? null,
+      up?.updatedAt ? Date.parse(up.updatedAt) : null,
+      up?.isLatest ?? null,
+    ]
+    values.forEach((v, i) => cols[i]!.push(v))
+    if (++n >= BATCH) await flush()
+  }
+  await flush()
+  return skipped
+}
+
+interface LatestRow {
+  id: number
+  name: string
+  version: string
+  published_at: string
+  is_latest: boolean
+  up_latest: boolean | null
+}
+
+/** isLatest for every changed name, BATCH names per round trip (the rule is in ../latest.ts). */
+async function updateLatest(tx: TransactionSql, source: string): Promise<void> {
+  let after = ''
+  for (;;) {
+    const names = (
+      await tx.unsafe('SELECT name FROM changed WHERE name > $1 ORDER BY name LIMIT $2', [
+        after,
+        BATCH,
+      ])
+    ).map((r) => r.name as string)
+    if (names.length === 0) return
+    after = names[names.length - 1]!
+    const rows = (await tx.unsafe(
+      'SELECT sv.id, sv.name, sv.version, sv.published_at, sv.is_latest, s.up_latest ' +
+        'FROM source_versions sv LEFT JOIN staging s ON s.name = sv.name AND s.version = sv.version ' +
+        'WHERE sv.source = $1 AND sv.name = ANY($2::text[]) ORDER BY sv.name',
+      [source, tx.array(names, 25)] as never[],
+    )) as unknown as LatestRow[]
+    const ids: number[] = []
+    const flags: boolean[] = []
+    let group: LatestRow[] = []
+    const decide = () => {
+      const best = chooseLatest(group)
+      for (const v of group) {
+        const want = v === best
+        if (v.is_latest !== want) {
+          ids.push(v.id)
+          flags.push(want)
+        }
+      }
+      group = []
+    }
+    for (const r of rows) {
+      if (group.length > 0 && group[0]!.name !== r.name) decide()
+      group.push(r)
+    }
+    if (group.length > 0) decide()
+    if (ids.length > 0) {
+      await tx.unsafe(
+        'UPDATE source_versions sv SET is_latest = u.flag FROM unnest($1::bigint[], $2::boolean[]) ' +
+          'AS u(id, flag) WHERE sv.id = u.id',
+        [tx.array(ids, 20), tx.array(flags, 16)] as never[],
+      )
+    }
+  }
+}
+
+function chooseLatest(group: LatestRow[]): LatestRow | undefined {
+  // A trusted upstream that flags exactly one version of the name is believed; otherwise our rule.
+  if (group.every((v) => v.up_latest !== null)) {
+    const flagged = group.filter((v) => v.up_latest === true)
+    if (flagged.length === 1) return flagged[0]
+  }
+  return pickLatest(group.map((v) => ({version: v.version, publishedAt: v.published_at, v})))?.v
+}
+
+/**
+ * A registry's effective rows for the names in `changed`, or for every name (`all`): a name present
+ * in several sources of a registry is served, with all its versions, from the first listed.
+ */
+export function rebuildSql(names: 'changed' | 'all'): string {
+  const filter = names === 'changed' ? ' AND sv.name IN (SELECT name FROM changed)' : ''
+  return (
+    'INSERT INTO registry_entries (registry, name, version, entry_id, updated_ms, is_latest, search_text) ' +
+    'SELECT registry, name, version, id, updated_ms, is_latest, search_text FROM (' +
+    '  SELECT rs.registry, sv.name, sv.version, sv.id, sv.updated_ms, sv.is_latest, sv.search_text, ' +
+    '    rs.position, MIN(rs.position) OVER (PARTITION BY sv.name) AS best ' +
+    '  FROM source_versions sv JOIN registry_sources rs ON rs.source = sv.source ' +
+    `  WHERE rs.registry = $1${filter}) x WHERE position = best`
+  )
+}
+
+async function rebuildChanged(tx: TransactionSql, source: string): Promise<void> {
+  const registries = await tx.unsafe(
+    'SELECT DISTINCT registry FROM registry_sources WHERE source = $1',
+    [source],
+  )
+  for (const {registry} of registries) {
+    await tx.unsafe(
+      'DELETE FROM registry_entries WHERE registry = $1 AND name IN (SELECT name FROM changed)',
+      [registry],
+    )
+    await tx.unsafe(rebuildSql('changed'), [registry])
+  }
+}
+
+/** Counts a committed change; the NOTIFY reaches the other replicas when the transaction commits. */
+export async function bumpGeneration(tx: TransactionSql): Promise<number> {
+  const rows = await tx.unsafe(
+    'UPDATE store_state SET generation = generation + 1 WHERE id = 1 RETURNING generation',
+  )
+  const generation = Number(rows[0]?.generation)
+  await tx`SELECT pg_notify(${NOTIFY_CHANNEL}, ${String(generation)})`
+  return generation
+}
+
+async function releaseLeaseOnCommit(
+  tx: TransactionSql,
+  source: string,
+  lease: SyncLease,
+): Promise<void> {
+  const rows = await tx.unsafe(
+    'UPDATE source_sync SET lease_holder = NULL, lease_expires_at = NULL, ' +
+      'last_success_at = now(), syncs = syncs + 1 ' +
+      'WHERE source = $1 AND lease_holder = $2 AND lease_token = $3 RETURNING source',
+    [source, lease.holder, lease.token],
+  )
+  if (rows.length === 0) {
+    throw new ToolgateError(
+      'ERR_STORAGE',
+      `storage: the sync lease of source "${source}" expired and another replica took it over; this sync is discarded`,
+    )
+  }
+}

@@ -1,0 +1,171 @@
+import {test, describe, after} from 'node:test'
+import assert from 'node:assert/strict'
+import {isToolgateError} from '../../../src/lib/errors.ts'
+import {PostgresRegistryStore} from '../../../src/lib/registry/postgres-store.ts'
+import {SqliteRegistryStore} from '../../../src/lib/registry/sqlite-store.ts'
+import type {ServerJson} from '../../../src/lib/registry/types.ts'
+import {freePort, postgresMissing} from '../../helpers/postgres.ts'
+import {pgCluster, pgDatabase, stopStoreBackends} from '../../helpers/store-backends.ts'
+
+/**
+ * What only the PostgreSQL store has: migrations shared by replicas, the trigram index behind
+ * search (with answers equal to SQLite's), sync leases, and the unavailable database.
+ */
+after(() => stopStoreBackends())
+const T0 = new Date('2025-01-01T00:00:00.000Z')
+const REGISTRIES = [{name: 'default', sources: ['a']}]
+
+const open = async (
+  url: string,
+  extra: Partial<ConstructorParameters<typeof PostgresRegistryStore>[0]> = {},
+) => {
+  const store = new PostgresRegistryStore({connection: {url}, ...extra})
+  await store.init()
+  return store
+}
+
+describe('PostgresRegistryStore', {skip: postgresMissing}, () => {
+  test('replicas starting together run each migration once', async () => {
+    const url = await pgDatabase()
+    const stores = await Promise.all(Array.from({length: 4}, () => open(url)))
+    try {
+      for (const s of stores) assert.deepEqual(await s.schemaVersions(), [1])
+      const cluster = await pgCluster()
+      const db = new URL(url).pathname.slice(1)
+      assert.equal((await cluster.psql('SELECT count(*) FROM schema_migrations', db)).trim(), '1')
+    } finally {
+      await Promise.all(stores.map((s) => s.close()))
+    }
+  })
+
+  test('search answers exactly as the SQLite store (instr semantics), with the trigram index', async () => {
+    const servers: ServerJson[] = []
+    const words = [
+      'Weather',
+      'wEATher_tools',
+      '100%_sure',
+      'a_b',
+      'back\\slash',
+      'ünïcode Straße',
+      'ab',
+    ]
+    for (let i = 0; i < 300; i++) {
+      const w = words[i % words.length]!
+      servers.push({name: `io.s${i % 37}/srv-${i}`, version: `1.0.${i}`, description: `${w} ${i}`})
+    }
+    const pg = await open(await pgDatabase())
+    const lite = new SqliteRegistryStore({path: ':memory:'})
+    await lite.init()
+    try {
+      for (const s of [pg, lite]) {
+        await s.setRegistries(REGISTRIES)
+        await s.replaceSource('a', servers, T0)
+      }
+      const terms = [
+        'weather',
+        'WEATHER_',
+        '%',
+        '_',
+        '0%_',
+        'a_b',
+        '\\',
+        'h\\s',
+        'straße',
+        'ü',
+        'ab',
+        'b',
+        '1',
+        'srv-29',
+        'zzz',
+        'io.s3/',
+      ]
+      for (const search of terms) {
+        for (const version of [undefined, 'latest']) {
+          let cursor: string | undefined
+          do {
+            const q = {limit: 7, search, ...(version ? {version} : {}), ...(cursor ? {cursor} : {})}
+            const a = await pg.listServersText('default', q)
+            const b = await lite.listServersText('default', q)
+            assert.deepEqual(a, b, `search=${search} version=${version}`)
+            cursor = a.nextCursor
+          } while (cursor)
+        }
+      }
+      const plan = await pg.explain('default', {limit: 30, search: 'weather'})
+      assert.match(plan, /(on|using) registry_entries_\w+/)
+      assert.doesNotMatch(plan, /Seq Scan on registry_entries/)
+    } finally {
+      await pg.close()
+      await lite.close()
+    }
+  })
+
+  test('one replica wins a sync lease; the other sees it busy, then fresh after the commit', async () => {
+    const url = await pgDatabase()
+    const a = await open(url, {holder: 'replica-a'})
+    const b = await open(url, {holder: 'replica-b'})
+    try {
+      await a.setRegistries(REGISTRIES)
+      const won = await a.claimSync('a', 60_000, false)
+      assert.equal(won.kind, 'claimed')
+      assert.deepEqual(await b.claimSync('a', 60_000, false), {kind: 'busy', holder: 'replica-a'})
+      if (won.kind !== 'claimed') return
+      await a.replaceSource('a', [{name: 'io.x/a', version: '1.0.0'}], T0, {lease: won.lease})
+      const after = await b.claimSync('a', 60_000, false)
+      assert.equal(after.kind, 'fresh')
+      assert.equal((await b.syncStatus())[0]?.syncs, 1)
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+
+  test('an expired lease is taken over, and the late holder cannot commit (fencing)', async () => {
+    const url = await pgDatabase()
+    const slow = await open(url, {holder: 'slow', syncLeaseMs: 1000})
+    const fast = await open(url, {holder: 'fast', syncLeaseMs: 1000})
+    try {
+      await slow.setRegistries(REGISTRIES)
+      await fast.setRegistries(REGISTRIES)
+      const first = await slow.claimSync('a', 60_000, false)
+      assert.equal(first.kind, 'claimed')
+      await new Promise((r) => setTimeout(r, 1300))
+      const second = await fast.claimSync('a', 60_000, false)
+      assert.equal(second.kind, 'claimed')
+      if (first.kind !== 'claimed' || second.kind !== 'claimed') return
+      await assert.rejects(
+        slow.replaceSource('a', [{name: 'io.x/late', version: '1.0.0'}], T0, {lease: first.lease}),
+        (err) => isToolgateError(err, 'ERR_STORAGE') && /lease/.test(err.message),
+      )
+      assert.equal(await slow.renewSync('a', first.lease), false)
+      await fast.replaceSource('a', [{name: 'io.x/new', version: '1.0.0'}], T0, {
+        lease: second.lease,
+      })
+      assert.deepEqual(
+        (await fast.listServers('default', {limit: 10})).servers.map((e) => e.server.name),
+        ['io.x/new'],
+        'nothing of the fenced-off sync was committed',
+      )
+    } finally {
+      await slow.close()
+      await fast.close()
+    }
+  })
+
+  test('an unreachable database is ERR_STORAGE_UNAVAILABLE, with no connection string in the message', async () => {
+    const port = await freePort()
+    const store = new PostgresRegistryStore({
+      connection: {url: `postgres://u@127.0.0.1:${port}/db`, connectTimeoutMs: 2000},
+      env: {TOOLGATE_DB_PASSWORD: 'sekret-pw'},
+    })
+    try {
+      await assert.rejects(store.init(), (err) => {
+        assert.ok(isToolgateError(err, 'ERR_STORAGE_UNAVAILABLE'))
+        assert.doesNotMatch(err.message, /sekret|postgres:\/\//)
+        return true
+      })
+    } finally {
+      await store.close()
+    }
+  })
+})
