@@ -13,6 +13,8 @@ import {dirname} from 'node:path'
 import pjson from '../package.json' with {type: 'json'}
 import {COMMANDS} from '../src/index.ts'
 import {preflight} from '../src/lib/cli/argv.ts'
+import {isWorkloadChild} from '../src/lib/workloads/child-flag.ts'
+import {runWorkloadChild} from '../src/lib/workloads/child-main.ts'
 
 type CommandMap = Record<string, unknown>
 const proto = Plugin.prototype as unknown as {
@@ -28,19 +30,25 @@ proto.loadCommandsFromTarget = async function (this: typeof proto) {
 }
 
 settings.enableAutoTranspile = false
-// Same argument preflight as src/cli.ts (`help <cmd>`, `version`, unknown-command suggestion).
+// Same argument preflight as src/cli.ts (`help <cmd>`, `version`, unknown-command suggestion), and
+// the same hand-off of a detached run's background process (lib/workloads/child-main.ts).
 const argv = process.argv.slice(2)
-const pre = preflight(argv, Object.keys(COMMANDS))
-if (pre.kind === 'unknown') {
-  process.stderr.write(
-    argv.includes('--json')
-      ? JSON.stringify({error: pre.message, code: 'ERR_USAGE'}) + '\n'
-      : `Error: ${pre.message}\n`,
-  )
-  process.exit(2)
+if (isWorkloadChild(argv)) void runWorkloadChild()
+else runCli(argv)
+
+function runCli(argv: string[]): void {
+  const pre = preflight(argv, Object.keys(COMMANDS))
+  if (pre.kind === 'unknown') {
+    process.stderr.write(
+      argv.includes('--json')
+        ? JSON.stringify({error: pre.message, code: 'ERR_USAGE'}) + '\n'
+        : `Error: ${pre.message}\n`,
+    )
+    process.exit(2)
+  }
+  void execute({
+    args: pre.argv,
+    // The root is only used for oclif's own bookkeeping (cache/data dirs come from XDG, not from it).
+    loadOptions: {root: dirname(process.execPath), pjson: structuredClone(pjson) as never},
+  })
 }
-void execute({
-  args: pre.argv,
-  // The root is only used for oclif's own bookkeeping (cache/data dirs come from XDG, not from it).
-  loadOptions: {root: dirname(process.execPath), pjson: structuredClone(pjson) as never},
-})
