@@ -5,7 +5,7 @@
  * read through the index, frequent terms scanned), across syncs that add, change and remove
  * versions, on registries fed by overlapping sources.
  */
-import {test, describe, before, after} from 'node:test'
+import {test, describe, before, after, it} from 'node:test'
 import assert from 'node:assert/strict'
 import {mkdtemp, rm} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
@@ -220,5 +220,49 @@ describe('search through the trigram index equals the instr scan', () => {
     const short = store.explainList('default', {limit: 30, search: 'sr'}).join('\n')
     assert.doesNotMatch(short, /VIRTUAL TABLE/, short)
     assert.match(short, /SEARCH re USING PRIMARY KEY/, short)
+  })
+})
+
+describe('the search index on a database from before it existed', () => {
+  it('is built from the stored versions when migration 2 runs', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'toolgate-search-upgrade-'))
+    const path = join(dir, 'registry.db')
+    try {
+      const servers: ServerJson[] = Array.from({length: 50}, (_, i) => ({
+        name: `io.up/srv-${i}`,
+        version: '1.0.0',
+        description: `upgrade server number ${i}`,
+      }))
+      const first = new SqliteRegistryStore({path})
+      await first.init()
+      await first.setRegistries([{name: 'default', sources: ['a']}])
+      await first.replaceSource('a', servers, T0)
+      await first.close()
+      // Back to schema 1, as a database written before this index existed.
+      const db = new DatabaseSync(path)
+      db.exec(
+        'DROP TRIGGER source_versions_search_insert; DROP TRIGGER source_versions_search_delete; ' +
+          'DROP TRIGGER source_versions_search_update; DROP TABLE search_index; ' +
+          'DELETE FROM schema_migrations WHERE version = 2',
+      )
+      db.close()
+
+      const upgraded = new SqliteRegistryStore({path})
+      await upgraded.init()
+      try {
+        assert.deepEqual(upgraded.schemaVersions(), [1, 2])
+        const plan = upgraded.explainList('default', {limit: 30, search: 'number 42'}).join('\n')
+        assert.match(plan, /SCAN hit VIRTUAL TABLE INDEX/, plan)
+        const page = await upgraded.listServers('default', {limit: 30, search: 'number 42'})
+        assert.deepEqual(
+          page.servers.map((e) => e.server.name),
+          ['io.up/srv-42'],
+        )
+      } finally {
+        await upgraded.close()
+      }
+    } finally {
+      await rm(dir, {recursive: true, force: true})
+    }
   })
 })
