@@ -295,6 +295,11 @@ describe('toolgate run: a misbehaving server (foreground)', () => {
       await readFile(join(home, 'state', 'toolgate', 'workloads', 'stubborn.json'), 'utf8'),
     ) as {serverPid: number}
     assert.ok(alive(saved.serverPid))
+    // One answered call proves the server has finished loading, so its SIGTERM handler is in
+    // place (the proxy is ready before the server; on a busy machine a SIGTERM could land first).
+    const client = await mcpClient(w.url)
+    await client.listTools()
+    await client.close()
     const t0 = Date.now()
     await w.stop()
     assert.equal(await w.run.exited, 0)
