@@ -11,7 +11,7 @@
  */
 import {execFileSync} from 'node:child_process'
 import {chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {basename, join} from 'node:path'
 import {bundle, type BuildFacts, type Bundle} from './bundle.ts'
 import {
   readMachO,
@@ -105,6 +105,10 @@ export async function buildTarget(
     if (target.os === 'darwin') base = removeMachOSignature(base)
     const baseFile = join(work, `node${target.exe}`)
     writeFileSync(baseFile, base, {mode: 0o755})
+    // Node's Linux binaries carry 33 MB of symbols and debug info. Native addons link against the
+    // dynamic symbol table, which --strip-all keeps; llvm-strip handles both architectures.
+    if (target.os === 'linux')
+      execFileSync('llvm-strip', ['--strip-all', baseFile], {stdio: 'pipe'})
 
     const addonDirs = new Map(
       addonPackages(target).map((p) => [p.name, unpackVerified(p, CACHE)] as const),
@@ -115,17 +119,22 @@ export async function buildTarget(
     )
 
     const tmpOut = join(work, `toolgate${target.exe}`)
+    // Paths relative to the work directory (the cwd of --build-sea): the blob records the main
+    // script's path, which must not depend on where the build ran.
     const config = {
-      main: b.file,
-      output: tmpOut,
-      executable: baseFile,
+      main: basename(b.file),
+      output: basename(tmpOut),
+      executable: basename(baseFile),
       disableExperimentalSEAWarning: true,
       useCodeCache: codeCache,
       useSnapshot: false,
       assets: Object.fromEntries([...b.assets].sort(([a], [c]) => (a < c ? -1 : 1))),
     }
     writeFileSync(join(work, 'sea-config.json'), JSON.stringify(config, null, 2))
-    execFileSync(generator, ['--build-sea', join(work, 'sea-config.json')], {
+    // V8's code cache embeds values drawn from its random seed; a fixed seed in the generator makes
+    // two builds byte-identical. The flag is not part of the flag hash V8 checks, so the executable
+    // (which runs with its own random seed) still accepts the cache.
+    execFileSync(generator, ['--random-seed=1', '--build-sea', join(work, 'sea-config.json')], {
       cwd: work,
       stdio: ['ignore', 'ignore', 'pipe'],
       env: {...process.env, NODE_OPTIONS: ''},
