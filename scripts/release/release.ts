@@ -5,13 +5,21 @@
  */
 import {execFileSync} from 'node:child_process'
 import {createHash} from 'node:crypto'
-import {mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import {join} from 'node:path'
 import {tarGz, zip} from './archive.ts'
 import {buildTarget, type Built} from './build.ts'
 import type {BuildFacts} from './bundle.ts'
 import {sbom} from './sbom.ts'
-import {releaseName, ROOT, TARGETS, type TargetId} from './targets.ts'
+import {releaseName, ROOT, TARGET_IDS, TARGETS, type Target, type TargetId} from './targets.ts'
 
 function git(args: string[]): string | undefined {
   try {
@@ -47,20 +55,37 @@ export function archiveName(version: string, id: TargetId): string {
   return `${releaseName(version, t)}.${t.archive}`
 }
 
-/** Writes the archive of one built executable; returns its path. */
-export function writeArchive(built: Built, outDir: string, facts: BuildFacts): string {
-  const t = built.target
+/** Writes the archive of one target's executable `file`; returns the archive's path. */
+export function writeArchive(t: Target, file: string, outDir: string, facts: BuildFacts): string {
   const mtime = Math.floor(Date.parse(facts.buildDate) / 1000)
-  const entries = [{name: `toolgate${t.exe}`, data: readFileSync(built.file), executable: true}]
+  const entries = [{name: `toolgate${t.exe}`, data: readFileSync(file), executable: true}]
   const license = join(ROOT, 'LICENSE')
   try {
     entries.push({name: 'LICENSE', data: readFileSync(license), executable: false})
   } catch {
     // No LICENSE file in the checkout: package.json's license field is in the SBOM.
   }
-  const file = join(outDir, archiveName(facts.version, t.id))
-  writeFileSync(file, t.archive === 'zip' ? zip(entries, mtime) : tarGz(entries, mtime))
-  return file
+  const archive = join(outDir, archiveName(facts.version, t.id))
+  writeFileSync(archive, t.archive === 'zip' ? zip(entries, mtime) : tarGz(entries, mtime))
+  return archive
+}
+
+/**
+ * After executables were changed in place (signed on macOS or Windows runners): their archives
+ * are written again from them and SHA256SUMS again over everything. Returns the targets redone.
+ */
+export function rearchive(outDir: string): TargetId[] {
+  const facts = buildFacts()
+  const done: TargetId[] = []
+  for (const id of TARGET_IDS) {
+    const t = TARGETS[id]
+    const file = join(outDir, `${releaseName(facts.version, t)}${t.exe}`)
+    if (!existsSync(file)) continue
+    writeArchive(t, file, outDir, facts)
+    done.push(id)
+  }
+  writeChecksums(outDir)
+  return done
 }
 
 export function writeChecksums(outDir: string): string {
@@ -99,7 +124,7 @@ export async function buildRelease(opts: ReleaseOptions): Promise<Built[]> {
     const size = statSync(file).size
     let line = `${id}: ${releaseName(facts.version, t)}${t.exe} ${(size / 1e6).toFixed(1)} MB`
     if (opts.archives) {
-      const archive = writeArchive(b, opts.outDir, facts)
+      const archive = writeArchive(t, file, opts.outDir, facts)
       line += `, ${archiveName(facts.version, id)} ${(statSync(archive).size / 1e6).toFixed(1)} MB`
     }
     opts.log(

@@ -149,7 +149,7 @@ describe('install.sh', {skip: needs('a linux-x64 build machine', seaUnsupportedR
       const home = freshHome()
       const base = why === 'a server without SHA256SUMS' ? `${url}/empty` : `${url}/good`
       const r = await install(home, [
-        ...(args.includes('--base-url') ? [] : ['--base-url', base]),
+        ...((args as readonly string[]).includes('--base-url') ? [] : ['--base-url', base]),
         ...args,
       ])
       assert.equal(r.code, 1, r.stdout)
