@@ -14,6 +14,7 @@ import Rm from './commands/rm.ts'
 import Run from './commands/run.ts'
 import Stop from './commands/stop.ts'
 import Serve from './commands/serve.ts'
+import Version from './commands/version.ts'
 import SecretDelete from './commands/secret/delete.ts'
 import SecretGet from './commands/secret/get.ts'
 import SecretList from './commands/secret/list.ts'
@@ -39,4 +40,5 @@ export const COMMANDS = {
   'secret:list': SecretList,
   'secret:set': SecretSet,
   'secret:setup': SecretSetup,
+  version: Version,
 }

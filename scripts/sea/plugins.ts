@@ -11,7 +11,8 @@
  *   the embedded bytes (`initSync`), re-exporting the same API.
  */
 import type {Plugin} from 'esbuild'
-import {basename, dirname, join} from 'node:path'
+import {readFileSync} from 'node:fs'
+import {basename, dirname, join, relative} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -37,6 +38,14 @@ export const WASM_BINDGEN_PACKAGES: WasmBindgenPackage[] = [
   },
 ]
 
+/**
+ * The path the bundle records for an asset's plain-node fallback: relative to the repository, so
+ * the bundle (and the executable) has the same bytes whichever directory it was built in.
+ */
+function recorded(path: string): string {
+  return relative(root, path).split('\\').join('/')
+}
+
 function escape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
 }
@@ -50,7 +59,7 @@ export function nativeAddonPlugin(assets: Map<string, string>): Plugin {
         assets.set(key, args.path)
         return {
           loader: 'js',
-          contents: `module.exports = require(${JSON.stringify(runtime)}).loadNativeAddon(${JSON.stringify(key)}, ${JSON.stringify(args.path)})`,
+          contents: `module.exports = require(${JSON.stringify(runtime)}).loadNativeAddon(${JSON.stringify(key)}, ${JSON.stringify(recorded(args.path))})`,
         }
       })
     },
@@ -66,7 +75,7 @@ export function wasmFilePlugin(assets: Map<string, string>): Plugin {
         assets.set(key, args.path)
         return {
           loader: 'js',
-          contents: `module.exports = require(${JSON.stringify(runtime)}).getAssetBytes(${JSON.stringify(key)}, ${JSON.stringify(args.path)})`,
+          contents: `module.exports = require(${JSON.stringify(runtime)}).getAssetBytes(${JSON.stringify(key)}, ${JSON.stringify(recorded(args.path))})`,
         }
       })
     },
@@ -99,11 +108,42 @@ export function wasmBindgenPlugin(
           contents: [
             `import {initSync} from ${JSON.stringify(pkg.web)}`,
             `import {getAssetBytes} from ${JSON.stringify(runtime)}`,
-            `initSync({module: getAssetBytes(${JSON.stringify(key)}, ${JSON.stringify(wasmPath)})})`,
+            `initSync({module: getAssetBytes(${JSON.stringify(key)}, ${JSON.stringify(recorded(wasmPath))})})`,
             `export * from ${JSON.stringify(pkg.web)}`,
           ].join('\n'),
         }
       })
+    },
+  }
+}
+
+/**
+ * Cross-building: napi-rs loaders (`@napi-rs/keyring`, `@ngrok/ngrok`) pick their binding at run
+ * time from `process.platform`/`arch`, trying `./<name>.<platform>.node` then the package
+ * `<loader>-<platform>`, each inside try/catch. For one target, that target's package resolves to
+ * its verified copy (`addonDirs`, package name → unpacked directory), so its `.node` is embedded by
+ * nativeAddonPlugin; every other platform's package and every local `.node` stays an unresolved
+ * `require` that throws inside the loader's own try/catch and is never reached on that target.
+ */
+export function targetAddonPlugin(loaders: string[], addonDirs: Map<string, string>): Plugin {
+  const pattern = new RegExp(`^(${loaders.map(escape).join('|')})-([a-z0-9-]+?)(/package\\.json)?$`)
+  return {
+    name: 'toolgate-target-addons',
+    setup(build) {
+      build.onResolve({filter: /^(@napi-rs\/keyring|@ngrok\/ngrok)-/}, (args) => {
+        const m = pattern.exec(args.path)
+        if (!m) return undefined
+        const dir = addonDirs.get(`${m[1]}-${m[2]}`)
+        if (!dir) return {path: args.path, external: true}
+        if (m[3]) return {path: join(dir, 'package.json')}
+        const main = (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {main: string})
+          .main
+        return {path: join(dir, main)}
+      })
+      build.onResolve({filter: /^\.\/(keyring|ngrok)\.[a-z0-9-]+\.node$/}, (args) => ({
+        path: args.path,
+        external: true,
+      }))
     },
   }
 }

@@ -4,12 +4,13 @@
  * imports its packages normally and works the same from source and from the binary.
  *
  * Outside a single executable (e.g. running the bundle with plain node while debugging) both fall
- * back to the original file on disk, whose absolute path the build recorded.
+ * back to the original file on disk, whose path the build recorded relative to the repository
+ * (so the bundle is the same wherever it is built): run such a bundle from the repository root.
  */
 import {createHash, randomBytes} from 'node:crypto'
 import {existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
 import {homedir, tmpdir} from 'node:os'
-import {basename, join} from 'node:path'
+import {basename, join, resolve} from 'node:path'
 import * as sea from 'node:sea'
 
 function inSea(): boolean {
@@ -23,7 +24,7 @@ function inSea(): boolean {
 /** Bytes of an embedded asset (SEA) or of the original file (plain bundle). */
 export function getAssetBytes(key: string, originalPath: string): Uint8Array {
   if (inSea()) return new Uint8Array(sea.getRawAsset(key))
-  return readFileSync(originalPath)
+  return readFileSync(resolve(originalPath))
 }
 
 function cacheRoot(): string {
@@ -61,7 +62,9 @@ function materialise(key: string, bytes: Uint8Array): string {
 
 /** `module.exports` of a native addon, embedded as a SEA asset or loaded from its original path. */
 export function loadNativeAddon(key: string, originalPath: string): unknown {
-  const file = inSea() ? materialise(key, new Uint8Array(sea.getRawAsset(key))) : originalPath
+  const file = inSea()
+    ? materialise(key, new Uint8Array(sea.getRawAsset(key)))
+    : resolve(originalPath)
   const mod = {exports: {} as unknown}
   process.dlopen(mod, file)
   return mod.exports

@@ -36,3 +36,12 @@ export function versionInfo(): VersionInfo {
     platform: `${process.platform}/${process.arch}`,
   }
 }
+
+/**
+ * `toolgate --version`: oclif's `<bin>/<version> <os>-<arch> node-<v>` (scripts may already match
+ * its start) followed by the commit and the build date.
+ */
+export function versionLine(info: VersionInfo = versionInfo()): string {
+  const platform = info.platform.replace('/', '-')
+  return `toolgate/${info.version} ${platform} node-${info.node_version} commit ${info.commit} built ${info.build_date}`
+}

@@ -1,26 +1,36 @@
 /**
- * Helpers for the standalone-executable test: decide whether a SEA can be built here, reuse
- * build/toolgate when it is newer than every input, else build a private copy into a temp dir (so
- * concurrent test runs never write the same file), and run the binary with a clean environment.
+ * Helpers for the standalone-executable tests: decide whether the release can be built here, build
+ * every target once per checkout state and share it between test files (a lock directory makes
+ * concurrent test processes wait for one build instead of building twice), and run the binaries
+ * with a clean environment.
  */
-import {execFileSync, spawn, type ChildProcess} from 'node:child_process'
-import {existsSync, readdirSync, readFileSync, statSync} from 'node:fs'
+import {execFileSync, spawn, spawnSync, type ChildProcess} from 'node:child_process'
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const NODE = join(ROOT, 'node_modules', '.bin', 'node')
-const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
+export const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
+export const VERSION = (
+  JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {version: string}
+).version
 
-/** Why a single executable cannot be built on this machine, or undefined when it can. */
+/** Why the release cannot be built on this machine, or undefined when it can. */
 export function seaUnsupportedReason(): string | undefined {
   if (process.platform !== 'linux' || process.arch !== 'x64') {
-    return `the standalone build targets linux-x64 only (this is ${process.platform}-${process.arch})`
+    return `the release tests build on linux-x64 (this is ${process.platform}-${process.arch})`
   }
   if (!existsSync(NODE)) return `the pinned Node (${NODE}) is not installed; run npm ci`
-  // Only a Node binary carrying the SEA fuse can become a single executable.
-  if (!readFileSync(NODE).includes(SEA_FUSE))
-    return `${NODE} has no SEA fuse (not an official Node build)`
   return undefined
 }
 
@@ -32,34 +42,94 @@ function newestMtime(path: string): number {
   return newest
 }
 
-/** build/toolgate when it is newer than src/, scripts/, bin/ and the package files. */
-export function freshPrebuiltBinary(): string | undefined {
-  const bin = join(ROOT, 'build', 'toolgate')
-  if (!existsSync(bin)) return undefined
+function newestInput(): number {
   const inputs = ['src', 'scripts', 'bin', 'package.json', 'package-lock.json'].map((p) =>
     join(ROOT, p),
   )
-  const newestInput = Math.max(...inputs.filter((p) => existsSync(p)).map(newestMtime))
-  return statSync(bin).mtimeMs > newestInput ? bin : undefined
+  return Math.max(...inputs.filter((p) => existsSync(p)).map(newestMtime))
 }
 
-/** Builds the executable into `dir` with the project's own build script; throws with its output. */
-export function buildBinary(dir: string): string {
-  const out = join(dir, 'toolgate')
+function alive(pid: number): boolean {
   try {
-    execFileSync(NODE, [join(ROOT, 'scripts', 'build-binary.ts'), '--out', out], {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Runs a build script; throws with its output. */
+export function runBuild(args: string[]): void {
+  try {
+    execFileSync(NODE, args, {
       cwd: ROOT,
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 280_000,
+      timeout: 900_000,
     })
   } catch (err) {
     const e = err as {stdout?: string; stderr?: string; message: string}
-    throw new Error(`build-binary failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`, {
-      cause: err,
-    })
+    throw new Error(
+      `${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`,
+      {
+        cause: err,
+      },
+    )
   }
-  return out
+}
+
+const RELEASE = join(ROOT, 'build', 'test-release')
+
+/**
+ * The directory of a full `build:binaries` release (all five targets, archives, SHA256SUMS, SBOM)
+ * of the current sources: reused while newer than every input, else built once while other test
+ * processes wait on the lock.
+ */
+export async function sharedRelease(): Promise<string> {
+  const lock = `${RELEASE}.lock`
+  mkdirSync(join(ROOT, 'build'), {recursive: true})
+  const deadline = Date.now() + 900_000
+  for (;;) {
+    const fresh =
+      existsSync(join(RELEASE, 'SHA256SUMS')) &&
+      statSync(join(RELEASE, 'SHA256SUMS')).mtimeMs > newestInput()
+    if (fresh) return RELEASE
+    try {
+      mkdirSync(lock)
+      writeFileSync(join(lock, 'pid'), String(process.pid))
+      break
+    } catch {
+      // Another test process is building: wait for it, or take over a lock its dead owner left.
+      let owner = 0
+      try {
+        owner = Number(readFileSync(join(lock, 'pid'), 'utf8'))
+      } catch {
+        // The lock was just made and has no pid yet.
+      }
+      if (owner && !alive(owner)) rmSync(lock, {recursive: true, force: true})
+      if (Date.now() > deadline) throw new Error(`waited 15 min for the release build (${lock})`)
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+    }
+  }
+  try {
+    const tmp = `${RELEASE}.tmp-${process.pid}`
+    runBuild([join(ROOT, 'scripts', 'build-binaries.ts'), '--out', tmp])
+    rmSync(RELEASE, {recursive: true, force: true})
+    renameSync(tmp, RELEASE)
+    return RELEASE
+  } finally {
+    rmSync(lock, {recursive: true, force: true})
+  }
+}
+
+/** The path of one target's bare executable in a release directory. */
+export function releaseExe(dir: string, target: string): string {
+  return join(dir, `toolgate-${VERSION}-${target}${target.startsWith('win') ? '.exe' : ''}`)
+}
+
+/** Whether `cmd` is on PATH. */
+export function have(cmd: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0
 }
 
 export interface RunResult {

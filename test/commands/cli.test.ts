@@ -71,8 +71,34 @@ describe('help and version', () => {
       assert.equal(r.code, 0, r.stderr)
       return r.stdout
     })
-    assert.match(lines[0]!, /^toolgate\/\d+\.\d+\.\d+ /)
+    const platform = `${process.platform}-${process.arch}`
+    assert.match(
+      lines[0]!,
+      new RegExp(
+        `^toolgate/\\d+\\.\\d+\\.\\d+ ${platform} node-v[\\d.]+ commit \\S+ built \\S+\\n$`,
+      ),
+    )
     assert.deepEqual(new Set(lines).size, 1)
+  })
+
+  it('version --json (and --version --json) print version, commit, build date, platform and Node', () => {
+    for (const args of [
+      ['version', '--json'],
+      ['--version', '--json'],
+    ]) {
+      const r = cli(args)
+      assert.equal(r.code, 0, r.stderr)
+      const info = JSON.parse(r.stdout) as Record<string, string>
+      assert.deepEqual(Object.keys(info).sort(), [
+        'build_date',
+        'commit',
+        'node_version',
+        'platform',
+        'version',
+      ])
+      assert.equal(info.node_version, process.version)
+      assert.equal(info.platform, `${process.platform}/${process.arch}`)
+    }
   })
 })
 

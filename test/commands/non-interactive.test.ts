@@ -188,6 +188,7 @@ const ROWS: Record<string, Row[]> = {
     },
   ],
   list: [{argv: () => ['list', '--all'], expect: {ends: 0}, why: 'lists without asking'}],
+  version: [{argv: () => ['version', '--json'], expect: {ends: 0}, why: 'prints and ends'}],
   logs: [{argv: () => ['logs', 'ni'], expect: {ends: 1}, why: 'a missing workload ends at once'}],
   stop: [{argv: () => ['stop', '--all'], expect: {ends: 0}, why: 'stops without asking'}],
   rm: [

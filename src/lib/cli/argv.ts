@@ -43,7 +43,8 @@ export function closestCommand(typed: string, commands: string[]): string | unde
 }
 
 /**
- * Rewrites `help [cmd…]` and `version` for oclif and finds unknown commands.
+ * Rewrites `help [cmd…]`, and `--version`/`-v` to the `version` command (or `version` to
+ * oclif's `--version` when there is no such command), and finds unknown commands.
  * `ids` are oclif command ids (`secret:get`); users type them with spaces.
  */
 export function preflight(argv: string[], ids: string[], bin = 'toolgate'): Preflight {
@@ -52,6 +53,9 @@ export function preflight(argv: string[], ids: string[], bin = 'toolgate'): Pref
   const [first, ...rest] = argv
   if (first === 'version' && !commands.includes('version'))
     return {kind: 'run', argv: ['--version']}
+  // `--version` and `-v` alone are the `version` command when there is one (commit, build date).
+  if ((first === '--version' || first === '-v') && commands.includes('version'))
+    return {kind: 'run', argv: ['version', ...rest]}
   if (first === 'help' && !commands.includes('help')) {
     const words = rest.filter((a) => !a.startsWith('-'))
     if (words.length > 0) {
