@@ -2,6 +2,7 @@ import type {BearerAuthenticator} from '../auth/types.ts'
 import {ToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
 import type {RemoteAuth, RemoteAuthFlags} from '../oauth/index.ts'
+import {keepYoungGenerationSmall} from '../runtime/young-generation.ts'
 import {incomingAuthEnabled} from './incoming-auth.ts'
 import {proxyConfigFromFlags, type ProxyFlags} from './options.ts'
 import type {ProxyConfig, RunningProxy} from './proxy-server.ts'
@@ -133,6 +134,7 @@ export async function startPrepared(
   overrides: Partial<ProxyConfig> = {},
 ): Promise<Pipeline> {
   const config = Object.assign(prepared.config, overrides)
+  keepYoungGenerationSmall()
   const {startProxy} = await import('./proxy-server.ts')
   const proxy = await startProxy(config, {
     logger: deps.logger,

@@ -16,6 +16,7 @@ import {buildOpenApi} from '../registry-api/openapi.ts'
 import {PostgresRegistryStore} from '../registry/postgres-store.ts'
 import {SqliteRegistryStore} from '../registry/sqlite-store.ts'
 import type {RegistryPolicyRuntime} from '../registry-authz/policy-runtime.ts'
+import {keepYoungGenerationSmall} from '../runtime/young-generation.ts'
 import {versionInfo} from '../version.ts'
 import {createAuthGate} from './auth-gate.ts'
 import {createInternalHandler} from './internal-handler.ts'
@@ -54,6 +55,7 @@ export interface ServeHandle {
 
 export async function startServe(config: ServeConfig, opts: ServeOptions): Promise<ServeHandle> {
   const {logger} = opts
+  keepYoungGenerationSmall()
   const cleanups: (() => Promise<void>)[] = []
   const cleanup = async () => {
     for (const fn of cleanups.reverse())
