@@ -139,6 +139,35 @@ describe('toolgate run: detached lifecycle', () => {
     assert.match(missing.stderr, /cannot start "\/nonexistent\/server": command not found/)
   })
 
+  it("tunes malloc for the background process only, and leaves a user's own GLIBC_TUNABLES alone", async () => {
+    const envOf = async (pid: number) =>
+      (await readFile(`/proc/${pid}/environ`, 'utf8'))
+        .split('\0')
+        .find((v) => v.startsWith('GLIBC_TUNABLES='))
+    const serverSees = async (url: string) => {
+      const client = await mcpClient(url)
+      const text = textOf(await client.callTool({name: 'env', arguments: {name: 'GLIBC_TUNABLES'}}))
+      await client.close()
+      return text
+    }
+    const tuned = await cli(['run', 'tuned', '--json', '--', ...UNRULY], home)
+    assert.equal(tuned.code, 0, tuned.stderr)
+    const a = JSON.parse(tuned.stdout) as {url: string; pid: number}
+    // glibc rewrites the variable it parsed in place: /proc/PID/environ shows it cut at the first ':'.
+    assert.match((await envOf(a.pid)) ?? '', /^GLIBC_TUNABLES=glibc\.malloc\.arena_max=1\b/)
+    assert.equal(await serverSees(a.url), '(unset)')
+
+    const own = 'glibc.malloc.perturb=0'
+    const mine = await cli(['run', 'tuned-user', '--json', '--', ...UNRULY], home, {
+      GLIBC_TUNABLES: own,
+    })
+    assert.equal(mine.code, 0, mine.stderr)
+    const b = JSON.parse(mine.stdout) as {url: string; pid: number}
+    assert.equal(await envOf(b.pid), `GLIBC_TUNABLES=${own}`)
+    assert.equal(await serverSees(b.url), own)
+    await cli(['stop', 'tuned', 'tuned-user'], home)
+  })
+
   it('puts --secret and -e values in the server environment and in no file or listing', async () => {
     const secretValue = 'sk-live-0123456789abcdef-do-not-leak'
     const set = await cli(['secret', 'set', 'api-key'], home, {}, secretValue)

@@ -13,6 +13,8 @@ export interface ChildRequest {
   name: string
   rest: string[]
   flags: RunFlags & {debug: boolean; json: boolean}
+  /** Environment variables the parent added for this process only, not for the server (malloc-env.ts). */
+  addedEnv?: string[]
 }
 
 export async function readChildRequest(
@@ -42,7 +44,9 @@ export async function readChildRequest(
     typeof request.flags !== 'object' ||
     request.flags === null ||
     typeof request.flags.json !== 'boolean' ||
-    typeof request.flags.debug !== 'boolean'
+    typeof request.flags.debug !== 'boolean' ||
+    (request.addedEnv !== undefined &&
+      (!Array.isArray(request.addedEnv) || !request.addedEnv.every((a) => typeof a === 'string')))
   ) {
     throw new ToolgateError(
       'ERR_USAGE',

@@ -15,6 +15,8 @@ export async function runWorkloadChild(
   let json = false
   try {
     const request = await readChildRequest(stdin)
+    // What the parent set for this process alone (allocator tuning) never reaches the server.
+    for (const name of request.addedEnv ?? []) delete process.env[name]
     json = request.flags.json
     const input = runInput(request.name, request.rest, request.flags)
     const logger = workloadLogger(request.name, request.flags, {child: true})

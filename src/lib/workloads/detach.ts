@@ -7,6 +7,7 @@ import {ToolgateError} from '../errors.ts'
 import {selfInvocation} from '../cli/self.ts'
 import type {ChildRequest} from './child-argv.ts'
 import {CHILD_FLAG} from './child-flag.ts'
+import {backgroundProcessEnv} from './malloc-env.ts'
 import {readWorkload, workloadLogsDir, type WorkloadState} from './state.ts'
 
 /**
@@ -56,10 +57,11 @@ export async function startDetached(options: DetachOptions): Promise<WorkloadSta
   const relayFrom = fstatSync(fd).size
   const serverFrom = fileSize(serverLogFile(options.name, env))
   const {command, args} = selfInvocation(V8_FLAGS)
+  const background = backgroundProcessEnv(env)
   const child = spawn(command, [...args, 'run', CHILD_FLAG], {
     detached: true,
     stdio: ['pipe', fd, fd],
-    env,
+    env: background.env,
     windowsHide: true,
   })
   closeSync(fd)
@@ -67,7 +69,8 @@ export async function startDetached(options: DetachOptions): Promise<WorkloadSta
   child.once('exit', (code, signal) => (exit = {code, signal}))
   child.once('error', (err) => (exit = {code: null, signal: err.message}))
   child.stdin!.on('error', () => undefined)
-  child.stdin!.end(JSON.stringify(options.request))
+  const request: ChildRequest = {...options.request, addedEnv: background.added}
+  child.stdin!.end(JSON.stringify(request))
   child.unref()
 
   let relayed = relayFrom

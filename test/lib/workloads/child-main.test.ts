@@ -71,7 +71,12 @@ describe('the background process of a detached run', () => {
   })
 
   it('reads the request from stdin, bounded and checked', async () => {
-    const request = {name: 'w', rest: ['--', 'node'], flags: {json: false, debug: true}}
+    const request = {
+      name: 'w',
+      rest: ['--', 'node'],
+      flags: {json: false, debug: true},
+      addedEnv: ['GLIBC_TUNABLES'],
+    }
     assert.deepEqual(
       await readChildRequest(Readable.from([Buffer.from(JSON.stringify(request))])),
       request,
@@ -82,6 +87,8 @@ describe('the background process of a detached run', () => {
       '{}',
       '{"name":"w","rest":[1],"flags":{}}',
       '{"name":"w","rest":[],"flags":{"json":"yes","debug":false}}',
+      '{"name":"w","rest":[],"flags":{"json":false,"debug":false},"addedEnv":"GLIBC_TUNABLES"}',
+      '{"name":"w","rest":[],"flags":{"json":false,"debug":false},"addedEnv":[1]}',
     ]) {
       await assert.rejects(
         readChildRequest(Readable.from([Buffer.from(bad)])),
