@@ -63,6 +63,13 @@ describe('Kubernetes manifests', () => {
     assert.deepEqual(pdb.spec.selector.matchLabels, deployment.spec.template.metadata.labels)
   })
 
+  test('the pod and the container image tune glibc malloc the same way (docs/serve.md, Memory)', () => {
+    const env = (container.env as Obj[]).find((e) => e.name === 'GLIBC_TUNABLES')?.value as string
+    assert.match(env, /^glibc\.malloc\.arena_max=1:glibc\.malloc\.trim_threshold=\d+$/)
+    const dockerfile = readFileSync(join(DIR, '..', 'docker', 'Dockerfile'), 'utf8')
+    assert.equal(/GLIBC_TUNABLES=(\S+)/.exec(dockerfile)?.[1], env)
+  })
+
   test('probes use the internal port; the Service targets the API port only', () => {
     const internal = portOf(flag('internal-address'))
     const api = portOf(flag('address'))
