@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import {mkdtemp, rm} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {DatabaseSync} from 'node:sqlite'
 import {SqliteRegistryStore} from '../../../src/lib/registry/sqlite-store.ts'
 import {isToolgateError} from '../../../src/lib/errors.ts'
 import {
@@ -206,6 +207,29 @@ describe('SqliteRegistryStore dataVersion across connections', () => {
     } finally {
       await reader.close()
       await writer.close()
+      await rm(dir, {recursive: true, force: true})
+    }
+  })
+})
+
+describe('SqliteRegistryStore dataVersion within one event-loop turn', () => {
+  test("reads other connections' commits once per turn, and sees one from the next turn on", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'toolgate-dv-turn-'))
+    const path = join(dir, 'registry.db')
+    const store = new SqliteRegistryStore({path})
+    try {
+      await store.init()
+      const other = new DatabaseSync(path)
+      const before = store.dataVersion()
+      // A commit by another connection in the middle of a turn (synchronous, like a request
+      // handler running while another process commits).
+      other.exec('CREATE TABLE another_process (x); INSERT INTO another_process VALUES (1)')
+      other.close()
+      assert.equal(store.dataVersion(), before, 'the same turn keeps the version it read')
+      await new Promise((resolve) => setImmediate(resolve))
+      assert.notEqual(store.dataVersion(), before, 'the next turn sees the commit')
+    } finally {
+      await store.close()
       await rm(dir, {recursive: true, force: true})
     }
   })

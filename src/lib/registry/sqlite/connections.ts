@@ -33,6 +33,8 @@ export class StoreConnections {
   #inThreadCheckpoint = false
   // Committed write transactions on this connection (part of dataVersion()).
   #writes = 0
+  // PRAGMA data_version as read in this event-loop turn (undefined: not read yet in this turn).
+  #othersVersion: number | undefined
 
   readonly #checkpointOffThread: (path: string, busyTimeoutMs: number) => Promise<unknown>
 
@@ -100,10 +102,22 @@ export class StoreConnections {
     return s
   }
 
-  /** Committed writes through this store, plus other connections' commits (PRAGMA data_version). */
+  /**
+   * Committed writes through this store, plus other connections' commits (PRAGMA data_version).
+   * Every cached response is checked against it, so it is asked once per request. Our own
+   * commits count at once; other connections' commits are read once per event-loop turn: the
+   * pragma was ~13% of serve's CPU on cached pages (bench/perf-table.bench.ts, issue 19), and under
+   * load one turn answers dozens of requests. A commit by another process that lands during a turn
+   * is seen from the next turn on (well under a millisecond later), as if the requests of that
+   * turn had been answered a moment earlier.
+   */
   dataVersion(): number {
-    const row = this.stmt('data_version', 'PRAGMA data_version').get()
-    return this.#writes + Number(row?.data_version ?? 0)
+    if (this.#othersVersion === undefined) {
+      const row = this.stmt('data_version', 'PRAGMA data_version').get()
+      this.#othersVersion = Number(row?.data_version ?? 0)
+      setImmediate(() => (this.#othersVersion = undefined))
+    }
+    return this.#writes + this.#othersVersion
   }
 
   /** Runs `fn` after every write queued before it, whatever their outcome. */
