@@ -3,7 +3,10 @@
 import {appendFileSync} from 'node:fs'
 import {registerHooks} from 'node:module'
 
-const file = process.env.RECORD_PACKAGES
+// RECORD_PACKAGES_IF_ARG: record only in a process whose arguments hold it (NODE_OPTIONS reaches
+// every Node process started below the one under test; this picks one of them).
+const only = process.env.RECORD_PACKAGES_IF_ARG
+const file = only && !process.argv.includes(only) ? undefined : process.env.RECORD_PACKAGES
 const seen = new Set()
 registerHooks({
   resolve(specifier, context, next) {

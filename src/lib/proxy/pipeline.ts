@@ -50,7 +50,6 @@ export async function preparePipeline(
   // secrets store, Cedar or OAuth modules. Literal specifiers keep the bundle (esbuild) complete.
   const {openSecretStore, overrideForwardHeaders, resolveForwardHeaderSecrets} =
     await import('../secrets/index.ts')
-  const {remoteAuthFromFlags} = await import('../oauth/index.ts')
   const config = proxyConfigFromFlags(name, flags, {logger, ...(deps.env ? {env: deps.env} : {})})
   const headerSecrets = flags['remote-forward-headers-secret'] ?? []
   if (headerSecrets.length > 0) {
@@ -76,14 +75,24 @@ export async function preparePipeline(
   }
   // Remote OAuth (src/lib/oauth): flags and the secrets store are checked now, the login runs
   // once the port is bound, so a busy --port is reported before anyone is sent to a browser.
-  const remoteAuth = await remoteAuthFromFlags(flags, flags['target-uri'], {
-    logger,
-    openStore: () => openSecretStore({logger}),
-    write: deps.write,
-    json: deps.json,
-    isTTY: deps.isTTY,
-    ...(deps.env ? {env: deps.env} : {}),
-  })
+  // The OAuth client (oauth4webapi, jose, the browser opener) is loaded only when --remote-auth
+  // asks for it: a workload's background process stays smaller (issue 11). Without it, the light
+  // options module still refuses another OAuth flag given without --remote-auth.
+  let remoteAuth: RemoteAuth | undefined
+  if (flags['remote-auth']) {
+    const {remoteAuthFromFlags} = await import('../oauth/index.ts')
+    remoteAuth = await remoteAuthFromFlags(flags, flags['target-uri'], {
+      logger,
+      openStore: () => openSecretStore({logger}),
+      write: deps.write,
+      json: deps.json,
+      isTTY: deps.isTTY,
+      ...(deps.env ? {env: deps.env} : {}),
+    })
+  } else {
+    const {remoteAuthOptionsFromFlags} = await import('../oauth/remote-auth-options.ts')
+    await remoteAuthOptionsFromFlags(flags, flags['target-uri'], deps.env ? {env: deps.env} : {})
+  }
   if (remoteAuth) {
     if (config.forwardIncomingToken) {
       await remoteAuth.source.close()

@@ -6,7 +6,6 @@ import {
   type ServerResponse,
 } from 'node:http'
 import type {AddressInfo} from 'node:net'
-import {createAuthenticator} from '../auth/index.ts'
 import type {BearerAuthenticator} from '../auth/types.ts'
 import {isToolgateError} from '../errors.ts'
 import {isLoopbackHost} from '../http/loopback.ts'
@@ -108,13 +107,15 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     config.targetSocketPath,
   )
   const authOn = incomingAuthEnabled(config.oidc)
+  // The token validator (jose) is loaded only when incoming authentication is on: a workload's
+  // background process without it stays smaller (issue 11).
   const authenticator =
     deps.authenticator ??
     (authOn
-      ? createAuthenticator(oauthConfigFromOidc(config.oidc!, config.resourceUrl), {
-          logger: log,
-          configPath: '--oidc-* flags',
-        })
+      ? (await import('../auth/index.ts')).createAuthenticator(
+          oauthConfigFromOidc(config.oidc!, config.resourceUrl),
+          {logger: log, configPath: '--oidc-* flags'},
+        )
       : undefined)
   const outgoingAuth = Boolean(config.upstreamToken || config.tokenExchange)
   // Fields the proxy replaces or owns toward the target. `expect`: the proxy answers

@@ -13,6 +13,8 @@ import {Readable} from 'node:stream'
 import {fileURLToPath} from 'node:url'
 import {readChildRequest} from '../../../src/lib/workloads/child-argv.ts'
 import {isWorkloadChild} from '../../../src/lib/workloads/child-flag.ts'
+import {runCli} from '../../helpers/proxy-run.ts'
+import {mcpClient, textOf, UNRULY} from '../../helpers/workload.ts'
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
 const HOOK = join(ROOT, 'test', 'helpers', 'record-packages.mjs')
@@ -68,6 +70,34 @@ describe('the background process of a detached run', () => {
     assert.ok(!packages.includes('@oclif/core'), `loaded: ${packages.join(', ')}`)
     // The hook records what loads: undici (the proxy pipeline) proves it saw the child's imports.
     assert.ok(packages.includes('undici'), `loaded: ${packages.join(', ')}`)
+  })
+
+  it('serving a plain stdio workload loads the HTTP client, and no OAuth, token or CLI library', async () => {
+    const home = await mkdtemp(join(tmpdir(), 'toolgate-lean-'))
+    const record = join(home, 'packages.txt')
+    const env = {
+      NODE_OPTIONS: `--import=${HOOK}`,
+      RECORD_PACKAGES: record,
+      RECORD_PACKAGES_IF_ARG: '--workload-child',
+    }
+    try {
+      const run = runCli(['run', 'lean', '--json', '--', ...UNRULY], home, env)
+      assert.equal(await run.exited, 0, run.stderr())
+      const client = await mcpClient((JSON.parse(run.stdout()) as {url: string}).url)
+      assert.equal(
+        textOf(await client.callTool({name: 'env', arguments: {name: 'NOPE'}})),
+        '(unset)',
+      )
+      await client.close()
+      const packages = (await readFile(record, 'utf8')).split('\n').filter(Boolean)
+      assert.ok(packages.includes('undici'), `loaded: ${packages.join(', ')}`)
+      for (const heavy of ['@oclif/core', 'jose', 'oauth4webapi', 'open', 'yaml']) {
+        assert.ok(!packages.includes(heavy), `${heavy} loaded: ${packages.join(', ')}`)
+      }
+    } finally {
+      await runCli(['stop', 'lean'], home).exited
+      await rm(home, {recursive: true, force: true})
+    }
   })
 
   it('reads the request from stdin, bounded and checked', async () => {
