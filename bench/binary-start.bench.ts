@@ -17,6 +17,7 @@ import {join} from 'node:path'
 import {parseArgs} from 'node:util'
 import {hostNode} from '../scripts/release/build.ts'
 import {ROOT} from '../scripts/release/targets.ts'
+import {SERVE_EXAMPLE_ARGS} from '../test/binary/binary-helpers.ts'
 
 const {values} = parseArgs({options: {rounds: {type: 'string', default: '20'}}})
 const rounds = Math.min(Math.max(Number(values.rounds), 3), 100)
@@ -62,20 +63,7 @@ function timeRun(cmd: string, args: string[]): number {
 /** Spawn to the first 200 from the registry list (polling 5 ms apart), then SIGKILL. */
 async function timeServe(): Promise<number> {
   const t0 = process.hrtime.bigint()
-  const child = spawn(
-    bin,
-    [
-      'serve',
-      '--config',
-      'examples/anonymous.yaml',
-      '--address',
-      '127.0.0.1:0',
-      '--internal-address',
-      '127.0.0.1:0',
-      '--json',
-    ],
-    {cwd: app, env, stdio: ['ignore', 'pipe', 'ignore']},
-  )
+  const child = spawn(bin, SERVE_EXAMPLE_ARGS, {cwd: app, env, stdio: ['ignore', 'pipe', 'ignore']})
   try {
     const url = await new Promise<string>((resolve, reject) => {
       let out = ''

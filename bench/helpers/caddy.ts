@@ -7,8 +7,7 @@ import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {freePort} from './nginx.ts'
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+import {waitForProxy} from './processes.ts'
 
 export async function startCaddy(
   upstreamPort: number,
@@ -49,17 +48,7 @@ http://127.0.0.1:${port} {
   let err = ''
   child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4000)))
   const url = `http://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
-    try {
-      const r = await fetch(url + '/mcp', {method: 'POST', body: probeBody})
-      await r.arrayBuffer()
-      if (r.ok) break
-    } catch {
-      // not yet
-    }
-    if (child.exitCode !== null || i > 100) throw new Error(`caddy did not start: ${err}`)
-    await sleep(100)
-  }
+  await waitForProxy(url, probeBody, child, () => `caddy did not start: ${err}`)
   return {
     url,
     pid: child.pid!,

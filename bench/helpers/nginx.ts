@@ -6,8 +6,7 @@ import {spawn, type ChildProcess} from 'node:child_process'
 import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+import {waitForProxy} from './processes.ts'
 
 export async function startNginx(
   upstreamPort: number,
@@ -48,17 +47,7 @@ http {
   let err = ''
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()))
   const url = `http://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
-    try {
-      const r = await fetch(url + '/mcp', {method: 'POST', body: probeBody})
-      await r.arrayBuffer()
-      if (r.ok) break
-    } catch {
-      // not yet
-    }
-    if (child.exitCode !== null || i > 100) throw new Error(`nginx did not start: ${err}`)
-    await sleep(100)
-  }
+  await waitForProxy(url, probeBody, child, () => `nginx did not start: ${err}`)
   return {
     url,
     // The one worker does the proxying; the master only supervises.

@@ -99,3 +99,26 @@ export async function waitFor200(url: string, timeoutMs: number): Promise<number
     await new Promise((resolve) => setTimeout(resolve, 250))
   }
 }
+
+/**
+ * Polls a baseline proxy (nginx, Caddy) with a POST to `/mcp` until it answers 2xx: about 10 s,
+ * or until the process exits, then throws with `failure()` (its stderr).
+ */
+export async function waitForProxy(
+  url: string,
+  body: string,
+  child: {exitCode: number | null},
+  failure: () => string,
+): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      const r = await fetch(url + '/mcp', {method: 'POST', body})
+      await r.arrayBuffer()
+      if (r.ok) return
+    } catch {
+      // not yet
+    }
+    if (child.exitCode !== null || i > 100) throw new Error(failure())
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}

@@ -237,3 +237,15 @@ export function startAndWaitForLine(
     child.on('exit', (code) => fail(`exited with ${code} before printing a line`))
   })
 }
+
+/** `serve` on the example registry, anonymous, both ports chosen by the OS, JSON events. */
+export const SERVE_EXAMPLE_ARGS = [
+  'serve',
+  '--config',
+  'examples/anonymous.yaml',
+  '--address',
+  '127.0.0.1:0',
+  '--internal-address',
+  '127.0.0.1:0',
+  '--json',
+]

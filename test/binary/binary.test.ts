@@ -27,6 +27,7 @@ import {
   releaseExe,
   ROOT,
   run,
+  SERVE_EXAMPLE_ARGS,
   seaUnsupportedReason,
   sharedRelease,
   startAndWaitForLine,
@@ -153,20 +154,11 @@ describe(
       'serve answers GET /registry/default/v0.1/servers from the example registry (anonymous, port 0)',
       {timeout: 120_000},
       async (t) => {
-        const serve = await startAndWaitForLine(
-          bin,
-          [
-            'serve',
-            '--config',
-            'examples/anonymous.yaml',
-            '--address',
-            '127.0.0.1:0',
-            '--internal-address',
-            '127.0.0.1:0',
-            '--json',
-          ],
-          {cwd: dirname(bin), env: cleanEnv(home), timeoutMs: 60_000},
-        )
+        const serve = await startAndWaitForLine(bin, SERVE_EXAMPLE_ARGS, {
+          cwd: dirname(bin),
+          env: cleanEnv(home),
+          timeoutMs: 60_000,
+        })
         t.after(() => serve.stop('SIGKILL'))
         const url = String(serve.ready.url)
         const internalUrl = String(serve.ready.internalUrl)

@@ -26,6 +26,7 @@ import {
   ROOT,
   run,
   SEA_FUSE,
+  SERVE_EXAMPLE_ARGS,
   seaUnsupportedReason,
   sharedRelease,
   startAndWaitForLine,
@@ -220,17 +221,7 @@ describe(
         test('serve answers one registry request', {timeout: 180_000}, async (t) => {
           const serve = await startAndWaitForLine(
             'qemu-aarch64-static',
-            [
-              bin,
-              'serve',
-              '--config',
-              'examples/anonymous.yaml',
-              '--address',
-              '127.0.0.1:0',
-              '--internal-address',
-              '127.0.0.1:0',
-              '--json',
-            ],
+            [bin, ...SERVE_EXAMPLE_ARGS],
             {cwd: join(bin, '..'), env: env(), timeoutMs: 120_000},
           )
           t.after(() => serve.stop('SIGKILL'))
