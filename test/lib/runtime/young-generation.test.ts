@@ -8,7 +8,7 @@ const ROOT = join(import.meta.dirname, '..', '..', '..')
 const MODULE = join(ROOT, 'src', 'lib', 'runtime', 'young-generation.ts')
 
 /**
- * A fresh process allocates 400,000 small objects while keeping the newest 5,000 alive (so
+ * A fresh process allocates 1,500,000 small objects while keeping the newest 20,000 alive (so
  * many survive each scavenge, which is what makes V8 grow the young generation), and reports the
  * largest young-generation size it saw, in MB.
  */
@@ -19,9 +19,9 @@ async function largestYoungGeneration(tuned: boolean): Promise<number> {
     if (${tuned}) keepYoungGenerationSmall()
     const size = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size
     let largest = size()
-    const alive = new Array(5_000)
-    for (let i = 0; i < 400_000; i++) {
-      alive[i % 5_000] = {i, s: 'x' + i}
+    const alive = new Array(20_000)
+    for (let i = 0; i < 1_500_000; i++) {
+      alive[i % 20_000] = {i, s: 'x' + i}
       if (i % 1000 === 0) largest = Math.max(largest, size())
     }
     process.stdout.write(String(largest / 1048576))
@@ -39,7 +39,13 @@ test('keepYoungGenerationSmall stops the young generation from growing under sur
     largestYoungGeneration(false),
     largestYoungGeneration(true),
   ])
-  // The control shows the workload does make V8 grow it (64 MB of semi-spaces by default).
-  assert.ok(untuned >= 16, `without the call the young generation reached only ${untuned} MB`)
-  assert.ok(tuned <= 4, `with the call the young generation reached ${tuned} MB`)
+  // The control shows the workload does make V8 grow it (32 MB here, 64 MB at most). Tuned, V8
+  // still sizes it somewhat by allocation rate: 2-7 MB in 100 runs on a loaded 2-core machine,
+  // once 10.75 MB (a fixed 4 MB bound failed in CI at 5 MB). What is asserted is the effect: at
+  // most half of what the same workload reaches without the call.
+  assert.ok(untuned >= 24, `without the call the young generation reached only ${untuned} MB`)
+  assert.ok(
+    tuned <= untuned / 2,
+    `with the call the young generation reached ${tuned} MB (without: ${untuned} MB)`,
+  )
 })
