@@ -97,7 +97,7 @@ export class SqliteRegistryStore implements RegistryStore {
   }
 
   /**
-   * `listServers` with each entry as its JSON text, assembled by SQLite (no JSON parse or
+   * `listServers` with each entry as its JSON text, joined from its stored columns (no JSON parse or
    * stringify per request). Byte-identical to `JSON.stringify` of the object path's entries.
    */
   async listServersText(

@@ -1,43 +1,49 @@
 import {OFFICIAL_META_KEY, type OfficialMeta, type ServerEntry, type ServerJson} from '../types.ts'
 
 /**
- * The two shapes a read returns an entry in: the columns of an object (`toEntry`), or the entry's
- * JSON text assembled by SQLite (`ENTRY_TEXT_COLUMNS`, no parse or stringify per request).
+ * The columns an entry is read from, in this order, after a statement's own leading columns.
+ * Statements return rows as arrays (node:sqlite `setReturnArrays`): no object with named keys per
+ * row, and `at` says where the entry's columns start.
  */
-export interface EntryRow {
-  name: string
-  version: string
-  server_json: string
-  status: string
-  published_at: string
-  updated_at: string
-  is_latest: number
-}
-
 export const ENTRY_COLUMNS =
-  'sv.name AS name, sv.version AS version, sv.server_json AS server_json, sv.status AS status, ' +
-  'sv.published_at AS published_at, sv.updated_at AS updated_at, sv.is_latest AS is_latest'
+  'sv.server_json, sv.status, sv.published_at, sv.updated_at, sv.is_latest'
 
-// The entry `{"server":…,"_meta":{official}}` as JSON text, assembled by SQLite. Byte-identical to
-// JSON.stringify(toEntry(row)): server_json was itself written by JSON.stringify (prepareRecord),
-// which a parse/stringify round trip reproduces exactly, and the official values are plain ASCII
-// (a status keyword, ISO 8601 instants), for which json_quote and JSON.stringify agree.
-export const ENTRY_TEXT_COLUMNS =
-  `'{"server":' || sv.server_json || ',"_meta":{${JSON.stringify(OFFICIAL_META_KEY)}:{"status":' || ` +
-  `json_quote(sv.status) || ',"publishedAt":' || json_quote(sv.published_at) || ` +
-  `',"updatedAt":' || json_quote(sv.updated_at) || ',"isLatest":' || ` +
-  `CASE WHEN sv.is_latest = 1 THEN 'true' ELSE 'false' END || '}}}' AS entry`
+export type Row = unknown[]
 
-export function toEntry(row: EntryRow): ServerEntry {
+export function toEntry(row: Row, at: number): ServerEntry {
   return {
-    server: JSON.parse(row.server_json) as ServerJson,
+    server: JSON.parse(row[at] as string) as ServerJson,
     _meta: {
       [OFFICIAL_META_KEY]: {
-        status: row.status as OfficialMeta['status'],
-        publishedAt: row.published_at,
-        updatedAt: row.updated_at,
-        isLatest: row.is_latest === 1,
+        status: row[at + 1] as OfficialMeta['status'],
+        publishedAt: row[at + 2] as string,
+        updatedAt: row[at + 3] as string,
+        isLatest: row[at + 4] === 1,
       },
     },
   }
+}
+
+const META_HEAD = `,"_meta":{${JSON.stringify(OFFICIAL_META_KEY)}:{"status":`
+
+/**
+ * The entry `{"server":…,"_meta":{official}}` as JSON text without parsing server_json:
+ * byte-identical to JSON.stringify(toEntry(row, at)), since server_json was itself written by
+ * JSON.stringify (prepareRecord), which a parse/stringify round trip reproduces exactly.
+ * Built here rather than in SQL (`||`, json_quote), which copies the ~1 KB text at every `||`:
+ * with rows as arrays, uncached deep pages were ~19% faster end to end (issue 19; the cost of
+ * each step of a page is in bench/sqlite-page-cost.bench.ts).
+ */
+export function entryText(row: Row, at: number): string {
+  return (
+    '{"server":' +
+    (row[at] as string) +
+    META_HEAD +
+    JSON.stringify(row[at + 1]) +
+    ',"publishedAt":' +
+    JSON.stringify(row[at + 2]) +
+    ',"updatedAt":' +
+    JSON.stringify(row[at + 3]) +
+    (row[at + 4] === 1 ? ',"isLatest":true}}}' : ',"isLatest":false}}}')
+  )
 }

@@ -2,6 +2,7 @@ import {ToolgateError} from '../../errors.ts'
 import {decodeCursor, encodeCursor} from '../cursor.ts'
 import type {ListQuery} from '../types.ts'
 import type {StoreConnections} from './connections.ts'
+import type {Row} from './entry-columns.ts'
 import {FROM_CANDIDATES, searchCandidates} from './search.ts'
 
 /**
@@ -13,8 +14,9 @@ const FROM = 'FROM registry_entries re JOIN source_versions sv ON sv.id = re.ent
 /** The index alone, for scans that read positions and fetch entries later (filtered lists). */
 export const FROM_INDEX = 'FROM registry_entries re '
 
+/** A page's rows: each the name and version of its position (0, 1), then the asked-for columns. */
 export interface Page {
-  rows: Record<string, unknown>[]
+  rows: Row[]
   next: string | undefined
 }
 
@@ -37,14 +39,12 @@ export function selectPage(
   from = FROM,
 ): Page {
   const {key, sql, params, limit} = pageStatement(c, registry, query, kind, columns, maxLimit, from)
-  const rows = c.stmt(key, sql).all(...params)
+  const rows = c.arrayStmt(key, sql).all(...params) as unknown as Row[]
   const more = rows.length > limit
   if (more) rows.length = limit
   const last = rows[rows.length - 1]
   const next =
-    more && last
-      ? encodeCursor({name: String(last.page_name), version: String(last.page_version)})
-      : undefined
+    more && last ? encodeCursor({name: String(last[0]), version: String(last[1])}) : undefined
   return {rows, next}
 }
 
@@ -111,7 +111,7 @@ function pageStatement(
   return {
     key: `${kind}_${shape}`,
     sql:
-      `SELECT re.name AS page_name, re.version AS page_version, ${columns} ` +
+      `SELECT re.name, re.version, ${columns} ` +
       source +
       `WHERE ${where.join(' AND ')} ORDER BY re.name, re.version LIMIT ?`,
     params,
@@ -126,14 +126,14 @@ export function selectVersions(
   name: string,
   kind: string,
   columns: string,
-): Record<string, unknown>[] {
+): Row[] {
   requireRegistry(c, registry)
   return c
-    .stmt(
+    .arrayStmt(
       kind,
       `SELECT ${columns} ${FROM}WHERE re.registry = ? AND re.name = ? ORDER BY re.version`,
     )
-    .all(registry, name)
+    .all(registry, name) as unknown as Row[]
 }
 
 /** One version of one name (`latest` allowed). */
@@ -144,19 +144,24 @@ export function selectVersion(
   version: string,
   kind: string,
   columns: string,
-): Record<string, unknown> | undefined {
+): Row | undefined {
   requireRegistry(c, registry)
   const from = `SELECT ${columns} ${FROM}`
-  return version === 'latest'
-    ? c
-        .stmt(
-          `${kind}_latest`,
-          from + 'WHERE re.registry = ? AND re.name = ? AND re.is_latest = 1 LIMIT 1',
-        )
-        .get(registry, name)
-    : c
-        .stmt(`${kind}_version`, from + 'WHERE re.registry = ? AND re.name = ? AND re.version = ?')
-        .get(registry, name, version)
+  const row =
+    version === 'latest'
+      ? c
+          .arrayStmt(
+            `${kind}_latest`,
+            from + 'WHERE re.registry = ? AND re.name = ? AND re.is_latest = 1 LIMIT 1',
+          )
+          .get(registry, name)
+      : c
+          .arrayStmt(
+            `${kind}_version`,
+            from + 'WHERE re.registry = ? AND re.name = ? AND re.version = ?',
+          )
+          .get(registry, name, version)
+  return row as unknown as Row | undefined
 }
 
 /** The query plan of a list query, for tests that guard against full scans. */

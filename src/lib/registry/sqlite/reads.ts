@@ -1,16 +1,18 @@
 import type {ListQuery, ListResult, ServerEntry} from '../types.ts'
 import type {StoreConnections} from './connections.ts'
-import {ENTRY_COLUMNS, ENTRY_TEXT_COLUMNS, toEntry, type EntryRow} from './entry-columns.ts'
+import {ENTRY_COLUMNS, entryText, toEntry} from './entry-columns.ts'
 import {FROM_INDEX, selectPage, selectVersion, selectVersions} from './query.ts'
 
 /**
- * The store's reads, each in two forms: entry objects, and entry JSON text assembled by SQLite
- * (byte-identical to `JSON.stringify` of the objects; see entry-columns.ts).
+ * The store's reads, each in two forms: entry objects, and entry JSON text assembled without
+ * parsing (byte-identical to `JSON.stringify` of the objects; see entry-columns.ts). A page row
+ * is its position (name, version) then the entry's columns, which start at index 2.
  */
+const PAGE_AT = 2
+
 export function listServers(c: StoreConnections, registry: string, query: ListQuery): ListResult {
   const page = selectPage(c, registry, query, 'list', ENTRY_COLUMNS)
-  const rows = page.rows as unknown as EntryRow[]
-  const result: ListResult = {servers: rows.map(toEntry)}
+  const result: ListResult = {servers: page.rows.map((r) => toEntry(r, PAGE_AT))}
   if (page.next) result.nextCursor = page.next
   return result
 }
@@ -20,9 +22,9 @@ export function listServersText(
   registry: string,
   query: ListQuery,
 ): {servers: string[]; nextCursor?: string} {
-  const page = selectPage(c, registry, query, 'list_text', ENTRY_TEXT_COLUMNS)
+  const page = selectPage(c, registry, query, 'list_text', ENTRY_COLUMNS)
   const result: {servers: string[]; nextCursor?: string} = {
-    servers: page.rows.map((r) => r.entry as string),
+    servers: page.rows.map((r) => entryText(r, PAGE_AT)),
   }
   if (page.next) result.nextCursor = page.next
   return result
@@ -34,7 +36,7 @@ export function listVersions(
   name: string,
 ): ServerEntry[] | undefined {
   const rows = selectVersions(c, registry, name, 'versions', ENTRY_COLUMNS)
-  return rows.length === 0 ? undefined : (rows as unknown as EntryRow[]).map(toEntry)
+  return rows.length === 0 ? undefined : rows.map((r) => toEntry(r, 0))
 }
 
 export function listVersionsText(
@@ -42,8 +44,8 @@ export function listVersionsText(
   registry: string,
   name: string,
 ): string[] | undefined {
-  const rows = selectVersions(c, registry, name, 'versions_text', ENTRY_TEXT_COLUMNS)
-  return rows.length === 0 ? undefined : rows.map((r) => r.entry as string)
+  const rows = selectVersions(c, registry, name, 'versions_text', ENTRY_COLUMNS)
+  return rows.length === 0 ? undefined : rows.map((r) => entryText(r, 0))
 }
 
 export function getVersion(
@@ -53,7 +55,7 @@ export function getVersion(
   version: string,
 ): ServerEntry | undefined {
   const row = selectVersion(c, registry, name, version, 'get', ENTRY_COLUMNS)
-  return row ? toEntry(row as unknown as EntryRow) : undefined
+  return row ? toEntry(row, 0) : undefined
 }
 
 export function getVersionText(
@@ -62,8 +64,8 @@ export function getVersionText(
   name: string,
   version: string,
 ): string | undefined {
-  const row = selectVersion(c, registry, name, version, 'get_text', ENTRY_TEXT_COLUMNS)
-  return row ? (row.entry as string) : undefined
+  const row = selectVersion(c, registry, name, version, 'get_text', ENTRY_COLUMNS)
+  return row ? entryText(row, 0) : undefined
 }
 
 /** One scanned row of a filtered list: its position, and its entry text on demand. */
@@ -97,15 +99,18 @@ export function scanServers(
     MAX_SCAN_BATCH,
     FROM_INDEX,
   )
-  const byId = c.stmt(
+  const byId = c.arrayStmt(
     'entry_by_id',
-    `SELECT ${ENTRY_TEXT_COLUMNS} FROM source_versions sv WHERE sv.id = ?`,
+    `SELECT ${ENTRY_COLUMNS} FROM source_versions sv WHERE sv.id = ?`,
   )
   return {
     rows: page.rows.map((r) => ({
-      name: r.page_name as string,
-      version: r.page_version as string,
-      entry: () => byId.get(r.entry_id as number)?.entry as string | undefined,
+      name: r[0] as string,
+      version: r[1] as string,
+      entry: () => {
+        const row = byId.get(r[PAGE_AT] as number) as unknown as unknown[] | undefined
+        return row ? entryText(row, 0) : undefined
+      },
     })),
     more: page.next !== undefined,
   }
