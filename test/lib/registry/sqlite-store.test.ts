@@ -313,6 +313,91 @@ describeEachBackend('registry store sync semantics', (backend) => {
     await store.close()
   })
 
+  test('a publishedAt or trusted isLatest change moves the latest version; a document change does not', async () => {
+    const store = await backend.open()
+    // Versions that are not semver: the most recently published is latest (latest.ts).
+    const at = (publishedAt: string, extra: Record<string, unknown> = {}) => ({
+      _meta: {[OFFICIAL_META_KEY]: {publishedAt, updatedAt: publishedAt, ...extra}},
+    })
+    const latest = async () => (await store.getVersion('default', 'io.x/a', 'latest'))?.server
+    const trust = {trustOfficialMeta: true}
+    await store.replaceSource(
+      'a',
+      [
+        server('io.x/a', 'alpha', at('2024-01-01T00:00:00Z')),
+        server('io.x/a', 'beta', at('2024-02-01T00:00:00Z')),
+      ],
+      T0,
+      trust,
+    )
+    assert.equal((await latest())?.version, 'beta')
+    // Only a document changes: the latest version stays.
+    await store.replaceSource(
+      'a',
+      [
+        server('io.x/a', 'alpha', {title: 'new title', ...at('2024-01-01T00:00:00Z')}),
+        server('io.x/a', 'beta', at('2024-02-01T00:00:00Z')),
+      ],
+      T1,
+      trust,
+    )
+    assert.equal((await latest())?.version, 'beta')
+    // alpha republished after beta: it becomes latest.
+    await store.replaceSource(
+      'a',
+      [
+        server('io.x/a', 'alpha', {title: 'new title', ...at('2024-03-01T00:00:00Z')}),
+        server('io.x/a', 'beta', at('2024-02-01T00:00:00Z')),
+      ],
+      T1,
+      trust,
+    )
+    assert.equal((await latest())?.version, 'alpha')
+    assert.equal(official((await store.getVersion('default', 'io.x/a', 'beta'))!).isLatest, false)
+    // A trusted upstream flags beta, with a new updatedAt: its flag is believed.
+    await store.replaceSource(
+      'a',
+      [
+        server('io.x/a', 'alpha', {
+          title: 'new title',
+          ...at('2024-03-01T00:00:00Z', {isLatest: false}),
+        }),
+        server('io.x/a', 'beta', {
+          _meta: {
+            [OFFICIAL_META_KEY]: {
+              publishedAt: '2024-02-01T00:00:00Z',
+              updatedAt: '2024-04-01T00:00:00Z',
+              isLatest: true,
+            },
+          },
+        }),
+      ],
+      T2,
+      trust,
+    )
+    assert.equal((await latest())?.version, 'beta')
+    await store.close()
+  })
+
+  test("text holding COPY's structural characters is stored and searched as sent", async () => {
+    const store = await backend.open()
+    const tricky = 'tab\there, line\nbreak, return\rhere, back\\slash, \\N null marker, é ✓ 😀'
+    await store.replaceSource(
+      'a',
+      [server('io.x/a', '1.0.0', {title: 'Tab\tTitle', description: tricky})],
+      T0,
+    )
+    const entry = (await store.getVersion('default', 'io.x/a', '1.0.0'))!
+    assert.equal(entry.server.description, tricky)
+    assert.equal(entry.server.title, 'Tab\tTitle')
+    assert.equal(await store.getVersionText('default', 'io.x/a', '1.0.0'), JSON.stringify(entry))
+    for (const term of ['\\n null', 'line\nbreak', 'tab\t', 'return\rhere', '😀']) {
+      const page = await store.listServers('default', {limit: 10, search: term})
+      assert.deepEqual(ids(page.servers), ['io.x/a@1.0.0'], JSON.stringify(term))
+    }
+    await store.close()
+  })
+
   test('an incoming official _meta block is stripped; other _meta keys are kept', async () => {
     const store = await backend.open()
     const forged = {
