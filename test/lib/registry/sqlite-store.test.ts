@@ -5,7 +5,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {SqliteRegistryStore} from '../../../src/lib/registry/sqlite-store.ts'
 import {encodeCursor} from '../../../src/lib/registry/cursor.ts'
-import {isToolgateError} from '../../../src/lib/errors.ts'
+import {isToolgateError, ToolgateError} from '../../../src/lib/errors.ts'
 import {
   describeEachBackend,
   stopStoreBackends,
@@ -376,6 +376,28 @@ describeEachBackend('registry store sync semantics', (backend) => {
       trust,
     )
     assert.equal((await latest())?.version, 'beta')
+    await store.close()
+  })
+
+  test('a source that fails while being read changes nothing, and the store keeps working', async () => {
+    const store = await backend.open()
+    await store.replaceSource('a', [server('io.x/kept', '1.0.0')], T0)
+    // Enough records for several staging slices (COPY chunks on PostgreSQL) before the failure.
+    function* failing(): Generator<ServerJson> {
+      for (let i = 0; i < 1200; i++) yield server(`io.x/n${i}`, '1.0.0')
+      // What the file loader throws when the file changes under it (sources/document.ts).
+      throw new ToolgateError('ERR_SOURCE_LOAD', 'registry.json: changed while being loaded')
+    }
+    await assert.rejects(store.replaceSource('a', failing(), T1), {
+      code: 'ERR_SOURCE_LOAD',
+      message: 'registry.json: changed while being loaded',
+    })
+    assert.deepEqual(ids(await listAll(store, 'default', 10)), ['io.x/kept@1.0.0'])
+    await store.replaceSource('a', [server('io.x/kept', '1.0.0'), server('io.x/new', '1.0.0')], T2)
+    assert.deepEqual(ids(await listAll(store, 'default', 10)), [
+      'io.x/kept@1.0.0',
+      'io.x/new@1.0.0',
+    ])
     await store.close()
   })
 
