@@ -22,9 +22,9 @@ export const NOTIFY_CHANNEL = 'toolgate_registry'
  * (../sqlite/replace-source.ts), set-based on the server: stage into a temp table, apply the
  * difference (removed, changed, added) collecting the touched names (`changed`) and those whose
  * latest version may move (`relatest`) into temp tables, recompute isLatest for the latter (in JS:
- * semver), re-materialise the former in every registry the source feeds, bump the store generation and NOTIFY the other replicas (delivered at COMMIT).
- * With a lease, the commit also releases it, and fails (rolling everything back) when another
- * replica took the lease over meanwhile.
+ * semver), re-materialise the former in every registry the source feeds, bump the store generation
+ * and NOTIFY the other replicas (delivered at COMMIT). With a lease, the commit also releases it,
+ * and fails (rolling everything back) when another replica took the lease over meanwhile.
  */
 export async function replaceSourceTx(
   tx: TransactionSql,
