@@ -10,8 +10,10 @@
  *   proxy, a JSON-RPC POST, vs nginx (1 worker) and Caddy (GOMAXPROCS=1) in front of the same
  *   upstream (a baseline whose binary is missing is skipped, and the table says so);
  *
- * plus the uncached Cedar decision (in-process, p50 over 5,000 decisions at 1, 50 and 500
- * policies) and serve's peak RSS (VmHWM) at 100,000 versions after all its cells.
+ * Each serve and proxy row also gives the CPU time (user + system, /proc) the process under test
+ * spent per request during its cell: where its share of the 2 cores goes. Plus the uncached Cedar
+ * decision (in-process, p50 over 5,000 decisions at 1, 50 and 500 policies) and serve's peak RSS
+ * (VmHWM) at 100,000 versions after all its cells.
  *
  *   node_modules/.bin/node bench/perf-table.bench.ts     (env BENCH_SECONDS, default 4)
  */
@@ -25,7 +27,7 @@ import {ARGS, CLAIMS, policies} from './helpers/cedar-fixture.ts'
 import {BODY, UPSTREAM} from './helpers/json-rpc-upstream.ts'
 import type {LoadResult} from './helpers/load.ts'
 import {startNginx} from './helpers/nginx.ts'
-import {peakRssMb, ROOT, start} from './helpers/processes.ts'
+import {cpuMicros, peakRssMb, ROOT, start} from './helpers/processes.ts'
 import {startServe} from './helpers/serve-fixture.ts'
 import {fmt, table} from './helpers/table.ts'
 import {hasWrk, wrk, type WrkOptions} from './helpers/wrk.ts'
@@ -41,6 +43,8 @@ const log = (msg: string) => process.stderr.write(`perf-table: ${msg}\n`)
 interface Row {
   name: string
   cell: LoadResult
+  /** CPU µs per request of the process under test (serve or proxy) during its cell. */
+  cpuPerRequest: number
   baseline: string
   base: LoadResult | undefined
 }
@@ -50,6 +54,18 @@ async function measure(name: string, url: string, opts: WrkOptions = {}): Promis
   const r = await wrk(url, {seconds: SECONDS, ...opts})
   if (r.non2xx > 0 || r.errors > 0) log(`WARNING ${name}: ${r.non2xx} non-2xx, ${r.errors} errors`)
   return r
+}
+
+/** `measure`, plus the CPU the process `pid` used per request meanwhile. */
+async function measureCpu(
+  name: string,
+  url: string,
+  pid: number,
+  opts: WrkOptions = {},
+): Promise<{cell: LoadResult; cpuPerRequest: number}> {
+  const before = cpuMicros(pid)
+  const cell = await measure(name, url, opts)
+  return {cell, cpuPerRequest: (cpuMicros(pid) - before) / (cell.rps * SECONDS)}
 }
 
 /** Every page cursor of a walk at limit=30, as request paths. */
@@ -133,7 +149,8 @@ async function serveRows(rows: Row[]): Promise<number> {
   for (const [name, opts] of cells) {
     // The baseline right before its cell: figures measured minutes apart drift on a shared machine.
     const base = await measure(`bare for: ${name}`, bareUrl, opts)
-    rows.push({name, cell: await measure(name, tg.url, opts), baseline: 'bare node:http', base})
+    const {cell, cpuPerRequest} = await measureCpu(name, tg.url, tg.child.pid as number, opts)
+    rows.push({name, cell, cpuPerRequest, baseline: 'bare node:http', base})
   }
   const rss = peakRssMb(tg.child.pid as number)
   await tg.stop()
@@ -165,17 +182,24 @@ async function proxyRows(rows: Row[]): Promise<void> {
   const caddy = await startCaddy(port, BODY)
   if (caddy) stops.push(() => caddy.stop())
   const viaNginx = await measure('nginx (1 worker)', nginx.url, post)
-  const viaProxy = await measure('toolgate proxy', String(proxy.ready.url), post)
+  const {cell: viaProxy, cpuPerRequest} = await measureCpu(
+    'toolgate proxy',
+    String(proxy.ready.url),
+    proxy.child.pid as number,
+    post,
+  )
   const viaCaddy = caddy ? await measure('Caddy (GOMAXPROCS=1)', caddy.url, post) : undefined
   rows.push({
     name: 'proxy, JSON-RPC POST',
     cell: viaProxy,
+    cpuPerRequest,
     baseline: 'nginx (1 worker)',
     base: viaNginx,
   })
   rows.push({
     name: 'proxy, JSON-RPC POST',
     cell: viaProxy,
+    cpuPerRequest,
     baseline: caddy ? 'Caddy (GOMAXPROCS=1)' : 'Caddy: not installed, skipped',
     base: viaCaddy,
   })
@@ -194,12 +218,23 @@ async function main(): Promise<void> {
   )
   process.stdout.write(
     table(
-      ['case', 'req/s', 'p50 ms', 'p99 ms', 'baseline', 'baseline req/s', 'share', 'errors'],
+      [
+        'case',
+        'req/s',
+        'p50 ms',
+        'p99 ms',
+        'CPU µs/req',
+        'baseline',
+        'baseline req/s',
+        'share',
+        'errors',
+      ],
       rows.map((r) => [
         r.name,
         fmt(r.cell.rps, 0),
         fmt(r.cell.p50, 2),
         fmt(r.cell.p99, 2),
+        fmt(r.cpuPerRequest, 0),
         r.baseline,
         r.base ? fmt(r.base.rps, 0) : 'n/a',
         pct(r),

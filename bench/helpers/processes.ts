@@ -84,6 +84,17 @@ export function peakRssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN
 }
 
+/**
+ * CPU time (user + system) a Linux process has used so far, in microseconds, from /proc/PID/stat:
+ * read around a cell, it gives the CPU cost per request of the process under test.
+ */
+export function cpuMicros(pid: number): number {
+  // Fields after the command name (which may hold spaces) start at ") "; utime and stime are the
+  // 14th and 15th fields of the line, in clock ticks (100 per second on Linux).
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
+}
+
 /** Polls `url` until it answers 200 (e.g. /readiness), bounded. */
 export async function waitFor200(url: string, timeoutMs: number): Promise<number> {
   const started = Date.now()
