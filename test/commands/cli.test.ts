@@ -167,14 +167,15 @@ describe('launching', () => {
     const r = cli(['--version'], {
       nodeArgs: [
         '--import',
-        'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"22.12.9"})',
+        'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"22.15.9"})',
       ],
     })
     assert.equal(r.code, 69)
     assert.equal(r.stdout, '')
     const lines = r.stderr.trim().split('\n')
     assert.equal(lines.length, 1, r.stderr)
-    assert.match(lines[0]!, /^toolgate: needs Node\.js >=22\.13, but this is Node\.js 22\.12\.9/)
+    // 22.16: node:sqlite's StatementSync.setReturnArrays, which the registry store reads with.
+    assert.match(lines[0]!, /^toolgate: needs Node\.js >=22\.16, but this is Node\.js 22\.15\.9/)
     assert.equal(nodeTooOld('22.13.0', '>=22.13'), false)
     assert.equal(nodeTooOld('24.1.0', '>=22.13'), false)
     assert.equal(nodeTooOld('20.20.2', '>=22.13'), true)

@@ -38,6 +38,66 @@ describe('PostgresRegistryStore', {skip: postgresMissing}, () => {
     }
   })
 
+  test('a COPY the server refuses after its end fails the sync instead of hanging it', async () => {
+    // A row trigger on every new `staging` table (added by an event trigger) refuses one record
+    // while the server processes the COPY: as a statement_timeout or a cancelled backend would.
+    // postgres.js never settles the COPY stream then (porsager/postgres#1173).
+    const url = await pgDatabase()
+    const cluster = await pgCluster()
+    const db = new URL(url).pathname.slice(1)
+    await cluster.psql(
+      `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN IF NEW.name = 'io.x/refused' THEN RAISE EXCEPTION 'refused row'; END IF;
+       RETURN NEW; END $$;
+       CREATE FUNCTION add_refuse() RETURNS event_trigger LANGUAGE plpgsql AS $$
+       DECLARE r record; BEGIN
+         FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() LOOP
+           IF r.object_type = 'table' AND r.object_identity LIKE '%.staging' THEN
+             EXECUTE 'CREATE TRIGGER refuse BEFORE INSERT ON ' || r.object_identity ||
+               ' FOR EACH ROW EXECUTE FUNCTION refuse()';
+           END IF;
+         END LOOP; END $$;
+       CREATE EVENT TRIGGER add_refuse ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
+         EXECUTE FUNCTION add_refuse();`,
+      db,
+    )
+    const store = await open(url)
+    try {
+      await store.setRegistries(REGISTRIES)
+      await store.replaceSource('a', [{name: 'io.x/kept', version: '1.0.0'}], T0)
+      const refused = store.replaceSource(
+        'a',
+        [
+          {name: 'io.x/kept', version: '1.0.0'},
+          {name: 'io.x/refused', version: '1.0.0'},
+        ],
+        T0,
+      )
+      await assert.rejects(refused, (err: unknown) => {
+        assert.ok(isToolgateError(err) && err.code === 'ERR_STORAGE', String(err))
+        assert.match(err.message, /refused the staged records/)
+        return true
+      })
+      const page = await store.listServers('default', {limit: 10})
+      assert.deepEqual(
+        page.servers.map((e) => e.server.name),
+        ['io.x/kept'],
+      )
+      // The connection is not left in a broken state: the next sync goes through.
+      const stats = await store.replaceSource(
+        'a',
+        [
+          {name: 'io.x/kept', version: '1.0.0'},
+          {name: 'io.x/new', version: '1.0.0'},
+        ],
+        T0,
+      )
+      assert.equal(stats.added, 1)
+    } finally {
+      await store.close()
+    }
+  })
+
   test('search answers exactly as the SQLite store (instr semantics), with the trigram index', async () => {
     const servers: ServerJson[] = []
     const words = [

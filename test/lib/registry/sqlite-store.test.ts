@@ -379,6 +379,39 @@ describeEachBackend('registry store sync semantics', (backend) => {
     await store.close()
   })
 
+  test('a trusted isLatest flag that vanishes leaves the choice to the rule again', async () => {
+    const meta = (publishedAt: string, isLatest?: boolean) => ({
+      _meta: {
+        [OFFICIAL_META_KEY]: {publishedAt, ...(isLatest === undefined ? {} : {isLatest})},
+      },
+    })
+    const first = [
+      server('io.x/a', '1.0.0', meta('2024-01-01T00:00:00Z', true)),
+      server('io.x/a', '2.0.0', meta('2024-02-01T00:00:00Z', false)),
+    ]
+    // The next sync changes 2.0.0's document only; its flag is gone (still trusted), or the
+    // source is no longer trusted at all. Either way the highest semver is latest again.
+    for (const [label, second, options] of [
+      [
+        'trusted, no flag',
+        [first[0]!, server('io.x/a', '2.0.0', {title: 'new', ...meta('2024-02-01T00:00:00Z')})],
+        {trustOfficialMeta: true},
+      ],
+      ['untrusted', [server('io.x/a', '1.0.0'), server('io.x/a', '2.0.0', {title: 'new'})], {}],
+    ] as const) {
+      const store = await backend.open()
+      await store.replaceSource('a', first, T0, {trustOfficialMeta: true})
+      assert.equal((await store.getVersion('default', 'io.x/a', 'latest'))?.server.version, '1.0.0')
+      await store.replaceSource('a', [...second], T1, options)
+      assert.equal(
+        (await store.getVersion('default', 'io.x/a', 'latest'))?.server.version,
+        '2.0.0',
+        label,
+      )
+      await store.close()
+    }
+  })
+
   test('a source that fails while being read changes nothing, and the store keeps working', async () => {
     const store = await backend.open()
     await store.replaceSource('a', [server('io.x/kept', '1.0.0')], T0)

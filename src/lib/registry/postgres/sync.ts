@@ -20,11 +20,11 @@ export const NOTIFY_CHANNEL = 'toolgate_registry'
  * Replaces what `source` holds with `servers` in one transaction, so readers on every replica see
  * the old set or the new one, never a mix (PostgreSQL MVCC). The same steps as the SQLite store
  * (../sqlite/replace-source.ts), set-based on the server: stage into a temp table, apply the
- * difference (removed, changed, added) collecting the touched names (`changed`) and those whose
- * latest version may move (`relatest`) into temp tables, recompute isLatest for the latter (in JS:
- * semver), re-materialise the former in every registry the source feeds, bump the store generation
- * and NOTIFY the other replicas (delivered at COMMIT). With a lease, the commit also releases it,
- * and fails (rolling everything back) when another replica took the lease over meanwhile.
+ * difference (removed, changed, added) collecting the touched names into a second temp table,
+ * recompute isLatest for those names (in JS: semver), re-materialise them in every registry the
+ * source feeds, bump the store generation and NOTIFY the other replicas (delivered at COMMIT).
+ * With a lease, the commit also releases it, and fails (rolling everything back) when another
+ * replica took the lease over meanwhile.
  */
 export async function replaceSourceTx(
   tx: TransactionSql,
@@ -41,8 +41,7 @@ export async function replaceSourceTx(
       'server_json TEXT NOT NULL, content_hash TEXT NOT NULL, search_text TEXT NOT NULL, ' +
       'up_status TEXT, up_published TEXT, up_updated TEXT, up_updated_ms BIGINT, up_latest BOOLEAN, ' +
       'PRIMARY KEY (name, version)) ON COMMIT DROP; ' +
-      'CREATE TEMP TABLE changed (name TEXT COLLATE "C" PRIMARY KEY) ON COMMIT DROP; ' +
-      'CREATE TEMP TABLE relatest (name TEXT COLLATE "C" PRIMARY KEY) ON COMMIT DROP',
+      'CREATE TEMP TABLE changed (name TEXT COLLATE "C" PRIMARY KEY) ON COMMIT DROP',
   )
   stats.skipped = await stage(tx, servers, options.trustOfficialMeta === true, stats)
   await tx.unsafe('ANALYZE staging')
@@ -50,10 +49,8 @@ export async function replaceSourceTx(
 
   const count = async (text: string, params: unknown[]) =>
     Number((await tx.unsafe(text, params as never[]))[0]?.n ?? 0)
-  // A removed or added version changes its name's rows and may change which version is latest.
   const track = (dml: string) =>
     `WITH d AS (${dml}), c AS (INSERT INTO changed SELECT DISTINCT name FROM d ` +
-    'ON CONFLICT DO NOTHING), l AS (INSERT INTO relatest SELECT DISTINCT name FROM d ' +
     'ON CONFLICT DO NOTHING) SELECT count(*) AS n FROM d'
   stats.removed = await count(
     track(
@@ -64,12 +61,11 @@ export async function replaceSourceTx(
   )
   // Changed: new content, or different upstream-owned metadata. publishedAt carries over;
   // updatedAt moves only when the document changed (or upstream says). Only content or status
-  // changes count as "updated" (as in the SQLite store). isLatest depends on the versions, their
-  // publishedAt and a trusted upstream's flags: a name whose changed rows keep their publishedAt
-  // and carry no upstream flag keeps its latest version, and is left out of `relatest`.
+  // changes count as "updated" (as in the SQLite store). Every changed name has its isLatest
+  // recomputed: a trusted upstream's flags of the previous sync are not stored, so a name whose
+  // flag vanished must be judged again by our rule (as the SQLite store does).
   const changedRows = await tx.unsafe(
     "WITH d AS (SELECT sv.id, sv.name, (sv.content_hash <> s.content_hash OR sv.status <> COALESCE(s.up_status, 'active')) AS counted, " +
-      '(COALESCE(s.up_published, sv.published_at) <> sv.published_at OR s.up_latest IS NOT NULL) AS relatest, ' +
       "s.server_json, s.content_hash, COALESCE(s.up_status, 'active') AS status, " +
       'COALESCE(s.up_published, sv.published_at) AS published_at, ' +
       'COALESCE(s.up_updated, CASE WHEN sv.content_hash <> s.content_hash THEN $2 ELSE sv.updated_at END) AS updated_at, ' +
@@ -81,9 +77,8 @@ export async function replaceSourceTx(
       'OR (s.up_updated IS NOT NULL AND s.up_updated <> sv.updated_at)), ' +
       'u AS (UPDATE source_versions t SET server_json = d.server_json, content_hash = d.content_hash, ' +
       'status = d.status, published_at = d.published_at, updated_at = d.updated_at, ' +
-      'updated_ms = d.updated_ms, search_text = d.search_text FROM d WHERE t.id = d.id RETURNING d.name, d.counted, d.relatest), ' +
-      'c AS (INSERT INTO changed SELECT DISTINCT name FROM u ON CONFLICT DO NOTHING), ' +
-      'l AS (INSERT INTO relatest SELECT DISTINCT name FROM u WHERE relatest ON CONFLICT DO NOTHING) ' +
+      'updated_ms = d.updated_ms, search_text = d.search_text FROM d WHERE t.id = d.id RETURNING d.name, d.counted), ' +
+      'c AS (INSERT INTO changed SELECT DISTINCT name FROM u ON CONFLICT DO NOTHING) ' +
       'SELECT count(*) FILTER (WHERE counted) AS n FROM u',
     [source, nowIso, nowMs],
   )
@@ -103,7 +98,7 @@ export async function replaceSourceTx(
   let generation: number | undefined
   const touched = await count('SELECT count(*) AS n FROM changed', [])
   if (touched > 0) {
-    await tx.unsafe('ANALYZE changed; ANALYZE relatest')
+    await tx.unsafe('ANALYZE changed')
     await updateLatest(tx, source)
     await rebuildChanged(tx, source)
     generation = await bumpGeneration(tx)
@@ -191,8 +186,23 @@ async function stage(
     throw err
   }
   copy.end()
+  // postgres.js 3.4 never settles the stream when the server refuses the COPY after its end (a
+  // failing row, statement_timeout, a cancelled backend; porsager/postgres#1173): awaiting `ended`
+  // alone would hang the sync on its connection. The next statement answers either way: the
+  // staged count once the COPY is in, or an error as the transaction is aborted.
+  let staged: number
+  try {
+    staged = Number((await tx.unsafe('SELECT count(*) AS n FROM staging'))[0]?.n)
+  } catch (err) {
+    if ((err as {code?: unknown}).code !== '25P02') throw err
+    throw new ToolgateError(
+      'ERR_STORAGE',
+      'storage: the database refused the staged records (COPY); its log says why',
+      {cause: err},
+    )
+  }
   await ended
-  stats.versions += seen.size
+  stats.versions += staged
   return skipped
 }
 
@@ -205,12 +215,12 @@ interface LatestRow {
   up_latest: boolean | null
 }
 
-/** isLatest for every name in `relatest`, BATCH names per round trip (the rule: ../latest.ts). */
+/** isLatest for every changed name, BATCH names per round trip (the rule is in ../latest.ts). */
 async function updateLatest(tx: TransactionSql, source: string): Promise<void> {
   let after = ''
   for (;;) {
     const names = (
-      await tx.unsafe('SELECT name FROM relatest WHERE name > $1 ORDER BY name LIMIT $2', [
+      await tx.unsafe('SELECT name FROM changed WHERE name > $1 ORDER BY name LIMIT $2', [
         after,
         BATCH,
       ])
