@@ -44,7 +44,7 @@ const SQL_TEXT =
 
 function meanMicros(
   cursors: {name: string; version: string}[],
-  page: (c: {name: string; version: string}) => void,
+  page: (c: {name: string; version: string}) => unknown,
 ): number {
   const t = process.hrtime.bigint()
   for (let r = 0; r < ROUNDS; r++) for (const c of cursors) page(c)
@@ -79,33 +79,22 @@ async function main(): Promise<void> {
   )
   const toJs = db.prepare(`SELECT re.name, re.version, ${ENTRY_COLUMNS} ${JOIN}${KEYSET}`)
   toJs.setReturnArrays(true)
-  const rows: [string, number][] = []
-  // One warm-up round of each, so every variant reads a warm OS page cache.
-  for (let pass = 0; pass < 2; pass++) {
-    rows.length = 0
-    rows.push([
-      'positions only',
-      meanMicros(cursors, (c) => positionsOnly.get(c.name, c.name, c.version)),
-    ])
-    rows.push([
-      '+ entry rows (inside SQLite)',
-      meanMicros(cursors, (c) => entryRows.get(c.name, c.name, c.version)),
-    ])
-    rows.push([
-      'text by SQLite (before)',
-      meanMicros(cursors, (c) => sqlText.all(c.name, c.name, c.version)),
-    ])
-    rows.push([
-      'entry columns to JS (arrays)',
-      meanMicros(cursors, (c) => toJs.all(c.name, c.name, c.version)),
-    ])
-    rows.push([
+  type Cursor = {name: string; version: string}
+  const keyset = (c: Cursor) => [c.name, c.name, c.version] as const
+  const steps: [string, (c: Cursor) => unknown][] = [
+    ['positions only', (c) => positionsOnly.get(...keyset(c))],
+    ['+ entry rows (inside SQLite)', (c) => entryRows.get(...keyset(c))],
+    ['entry columns to JS (arrays)', (c) => toJs.all(...keyset(c))],
+    ['text by SQLite (before)', (c) => sqlText.all(...keyset(c))],
+    [
       'store.listServersText (now)',
-      meanMicros(
-        cursors,
-        (c) => void store.listServersText('default', {limit: 30, cursor: encoded.get(c)}),
-      ),
-    ])
+      (c) => store.listServersText('default', {limit: 30, cursor: encoded.get(c)}),
+    ],
+  ]
+  // Two passes, the first a warm-up, so every step reads a warm OS page cache.
+  let rows: [string, number][] = []
+  for (let pass = 0; pass < 2; pass++) {
+    rows = steps.map(([name, page]) => [name, meanMicros(cursors, page)])
   }
   process.stdout.write(
     `\none uncached page of 30 entries, SQLite store, ${VERSIONS} versions, ${cursors.length} cursors x ${ROUNDS}\n` +

@@ -1,5 +1,6 @@
 import {ToolgateError} from '../../errors.ts'
 import {decodeCursor, encodeCursor} from '../cursor.ts'
+import {entryText} from '../entry-text.ts'
 import {OFFICIAL_META_KEY, type ListQuery, type OfficialMeta, type ServerEntry} from '../types.ts'
 
 /**
@@ -135,25 +136,7 @@ export function toEntry(row: EntryRow): ServerEntry {
   }
 }
 
-const META_OPEN = `,"_meta":{${JSON.stringify(OFFICIAL_META_KEY)}:{"status":`
-
-/**
- * The entry as JSON text without parsing the stored document: byte-identical to
- * `JSON.stringify(toEntry(row))`, because server_json was itself written by JSON.stringify and
- * the official values are ASCII (see ../sqlite/entry-columns.ts for the same argument).
- */
+/** The entry as JSON text (../entry-text.ts). */
 export function toEntryText(row: EntryRow): string {
-  return (
-    '{"server":' +
-    row.server_json +
-    META_OPEN +
-    JSON.stringify(row.status) +
-    ',"publishedAt":' +
-    JSON.stringify(row.published_at) +
-    ',"updatedAt":' +
-    JSON.stringify(row.updated_at) +
-    ',"isLatest":' +
-    (row.is_latest ? 'true' : 'false') +
-    '}}}'
-  )
+  return entryText(row.server_json, row.status, row.published_at, row.updated_at, row.is_latest)
 }

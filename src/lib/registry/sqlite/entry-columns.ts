@@ -1,3 +1,4 @@
+import {entryText as joinEntryText} from '../entry-text.ts'
 import {OFFICIAL_META_KEY, type OfficialMeta, type ServerEntry, type ServerJson} from '../types.ts'
 
 /**
@@ -24,26 +25,18 @@ export function toEntry(row: Row, at: number): ServerEntry {
   }
 }
 
-const META_HEAD = `,"_meta":{${JSON.stringify(OFFICIAL_META_KEY)}:{"status":`
-
 /**
- * The entry `{"server":…,"_meta":{official}}` as JSON text without parsing server_json:
- * byte-identical to JSON.stringify(toEntry(row, at)), since server_json was itself written by
- * JSON.stringify (prepareRecord), which a parse/stringify round trip reproduces exactly.
- * Built here rather than in SQL (`||`, json_quote), which copies the ~1 KB text at every `||`:
- * with rows as arrays, uncached deep pages were ~19% faster end to end (issue 19; the cost of
- * each step of a page is in bench/sqlite-page-cost.bench.ts).
+ * The entry as JSON text (../entry-text.ts). Joined here rather than in SQL (`||`, json_quote),
+ * which copies the ~1 KB text at every `||`: with rows as arrays, uncached deep pages were ~19%
+ * faster end to end (issue 19; the cost of each step of a page is in
+ * bench/sqlite-page-cost.bench.ts).
  */
 export function entryText(row: Row, at: number): string {
-  return (
-    '{"server":' +
-    (row[at] as string) +
-    META_HEAD +
-    JSON.stringify(row[at + 1]) +
-    ',"publishedAt":' +
-    JSON.stringify(row[at + 2]) +
-    ',"updatedAt":' +
-    JSON.stringify(row[at + 3]) +
-    (row[at + 4] === 1 ? ',"isLatest":true}}}' : ',"isLatest":false}}}')
+  return joinEntryText(
+    row[at] as string,
+    row[at + 1] as string,
+    row[at + 2] as string,
+    row[at + 3] as string,
+    row[at + 4] === 1,
   )
 }
