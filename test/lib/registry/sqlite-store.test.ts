@@ -320,60 +320,36 @@ describeEachBackend('registry store sync semantics', (backend) => {
       _meta: {[OFFICIAL_META_KEY]: {publishedAt, updatedAt: publishedAt, ...extra}},
     })
     const latest = async () => (await store.getVersion('default', 'io.x/a', 'latest'))?.server
-    const trust = {trustOfficialMeta: true}
-    await store.replaceSource(
-      'a',
-      [
-        server('io.x/a', 'alpha', at('2024-01-01T00:00:00Z')),
-        server('io.x/a', 'beta', at('2024-02-01T00:00:00Z')),
-      ],
-      T0,
-      trust,
-    )
+    // One trusted sync of the two versions, each with its own fields.
+    const sync = (alpha: Partial<ServerJson>, beta: Partial<ServerJson>, now: Date) =>
+      store.replaceSource(
+        'a',
+        [server('io.x/a', 'alpha', alpha), server('io.x/a', 'beta', beta)],
+        now,
+        {trustOfficialMeta: true},
+      )
+    await sync(at('2024-01-01T00:00:00Z'), at('2024-02-01T00:00:00Z'), T0)
     assert.equal((await latest())?.version, 'beta')
     // Only a document changes: the latest version stays.
-    await store.replaceSource(
-      'a',
-      [
-        server('io.x/a', 'alpha', {title: 'new title', ...at('2024-01-01T00:00:00Z')}),
-        server('io.x/a', 'beta', at('2024-02-01T00:00:00Z')),
-      ],
-      T1,
-      trust,
-    )
+    await sync({title: 'new title', ...at('2024-01-01T00:00:00Z')}, at('2024-02-01T00:00:00Z'), T1)
     assert.equal((await latest())?.version, 'beta')
     // alpha republished after beta: it becomes latest.
-    await store.replaceSource(
-      'a',
-      [
-        server('io.x/a', 'alpha', {title: 'new title', ...at('2024-03-01T00:00:00Z')}),
-        server('io.x/a', 'beta', at('2024-02-01T00:00:00Z')),
-      ],
-      T1,
-      trust,
-    )
+    await sync({title: 'new title', ...at('2024-03-01T00:00:00Z')}, at('2024-02-01T00:00:00Z'), T1)
     assert.equal((await latest())?.version, 'alpha')
     assert.equal(official((await store.getVersion('default', 'io.x/a', 'beta'))!).isLatest, false)
     // A trusted upstream flags beta, with a new updatedAt: its flag is believed.
-    await store.replaceSource(
-      'a',
-      [
-        server('io.x/a', 'alpha', {
-          title: 'new title',
-          ...at('2024-03-01T00:00:00Z', {isLatest: false}),
-        }),
-        server('io.x/a', 'beta', {
-          _meta: {
-            [OFFICIAL_META_KEY]: {
-              publishedAt: '2024-02-01T00:00:00Z',
-              updatedAt: '2024-04-01T00:00:00Z',
-              isLatest: true,
-            },
+    await sync(
+      {title: 'new title', ...at('2024-03-01T00:00:00Z', {isLatest: false})},
+      {
+        _meta: {
+          [OFFICIAL_META_KEY]: {
+            publishedAt: '2024-02-01T00:00:00Z',
+            updatedAt: '2024-04-01T00:00:00Z',
+            isLatest: true,
           },
-        }),
-      ],
+        },
+      },
       T2,
-      trust,
     )
     assert.equal((await latest())?.version, 'beta')
     await store.close()

