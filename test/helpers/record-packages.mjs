@@ -1,5 +1,7 @@
 // Loaded with `node --import` by a test: appends the name of every npm package the process
-// resolves to the file named by RECORD_PACKAGES, one per line (what a process loads, not guessed).
+// resolves to the file named by RECORD_PACKAGES, one per line (what a process loads, not guessed),
+// and every module of this project's src/lib as `src/lib/…` (so a test can show the hook saw the
+// imports it asserts are absent).
 import {appendFileSync} from 'node:fs'
 import {registerHooks} from 'node:module'
 
@@ -11,7 +13,9 @@ const seen = new Set()
 registerHooks({
   resolve(specifier, context, next) {
     const resolved = next(specifier, context)
-    const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(resolved.url)
+    const m =
+      /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(resolved.url) ??
+      /\/(src\/lib\/[^?#]+)$/.exec(resolved.url)
     if (file && m && !seen.has(m[1])) {
       seen.add(m[1])
       appendFileSync(file, m[1] + '\n')

@@ -1,4 +1,5 @@
-import {createServer, type Server} from 'node:http'
+import type {Server} from 'node:http'
+import {createServer} from '../http/node-http.ts'
 import type {Readable, Writable} from 'node:stream'
 import type {Logger} from '../log/logger.ts'
 import {closeGracefully} from '../http/listen.ts'

@@ -1,5 +1,6 @@
 import {timingSafeEqual} from 'node:crypto'
-import {createServer, type IncomingMessage, type ServerResponse} from 'node:http'
+import type {IncomingMessage, ServerResponse} from 'node:http'
+import {createServer} from '../http/node-http.ts'
 import {ToolgateError} from '../errors.ts'
 import {listen} from '../http/listen.ts'
 

@@ -10,7 +10,7 @@ import {
   answerTooLarge,
 } from './answer.ts'
 import {buildCredentials, type CredentialSources, type Credentials} from './credentials.ts'
-import {forwardRequest, type ForwardCall} from './forward.ts'
+import {forwardRequest, type ForwardCall, type RawHeaders} from './forward.ts'
 import {
   endToEndRawHeaders,
   flatHeaderRecord,
@@ -185,7 +185,7 @@ export function createForwarder(deps: {
 function responseSink(
   res: ServerResponse,
   statusCode: number,
-  rawHeaders: Buffer[],
+  rawHeaders: RawHeaders,
   rewrite: ResponseRewriter | undefined,
 ): Writable {
   let h = endToEndRawHeaders(rawHeaders)

@@ -1,5 +1,4 @@
 import type {Readable, Writable} from 'node:stream'
-import type {Dispatcher} from 'undici'
 import {countForwarded} from './young-gc.ts'
 
 export interface ForwardRequest {
@@ -10,11 +9,36 @@ export interface ForwardRequest {
   body: Buffer | Readable | null
 }
 
+/** Raw response header names and values in wire order: buffers from undici, strings from node:http. */
+export type RawHeaders = readonly (Buffer | string)[]
+
+/** undici's dispatch-handler protocol, the subset the forward path uses. */
+export interface UpstreamHandler {
+  onConnect(abort: (err?: Error) => void): void
+  /** false: pause the body until `resume` is called. */
+  onHeaders(statusCode: number, rawHeaders: RawHeaders, resume: () => void): boolean
+  /** false: pause until the `resume` given to onHeaders is called. */
+  onData(chunk: Buffer): boolean
+  onComplete(): void
+  onError(err: Error): void
+}
+
+export type UpstreamRequest = ForwardRequest
+
 /**
- * Receives the response head (status ≥ 200, raw header name/value buffers as on the wire) and
+ * What the pipeline forwards through: an undici Agent toward public targets (upstream.ts), or
+ * node:http on a private socket of a process this tool started (socket-dispatcher.ts).
+ */
+export interface UpstreamDispatcher {
+  dispatch(opts: UpstreamRequest, handler: UpstreamHandler): boolean
+  close(): Promise<void>
+}
+
+/**
+ * Receives the response head (status ≥ 200, raw header names and values as on the wire) and
  * returns where the body goes: the client response, a rewriting stream, or a sink that discards.
  */
-export type OnResponseHead = (statusCode: number, rawHeaders: Buffer[]) => Writable
+export type OnResponseHead = (statusCode: number, rawHeaders: RawHeaders) => Writable
 
 /**
  * One forwarded request as a plain undici dispatch handler.
@@ -26,7 +50,7 @@ export type OnResponseHead = (statusCode: number, rawHeaders: Buffer[]) => Writa
  * `write()` pauses the upstream socket until `drain`), abort on client departure, errors surfaced
  * to the caller once.
  */
-class ForwardHandler implements Dispatcher.DispatchHandler {
+class ForwardHandler implements UpstreamHandler {
   settled = false
   sink: Writable | undefined = undefined
   resumeUpstream: (() => void) | undefined = undefined
@@ -54,7 +78,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     else this.abortUpstream = abort
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+  onHeaders(statusCode: number, rawHeaders: RawHeaders, resume: () => void): boolean {
     if (statusCode < 200 || this.settled) return true // 1xx interim responses are not forwarded
     this.resumeUpstream = resume
     let sink: Writable
@@ -122,7 +146,7 @@ export interface ForwardCall {
 }
 
 export function forwardRequest(
-  dispatcher: Dispatcher,
+  dispatcher: UpstreamDispatcher,
   request: ForwardRequest,
   onHead: OnResponseHead,
 ): ForwardCall {
@@ -144,7 +168,7 @@ export function forwardRequest(
       {
         origin: request.origin,
         path: request.path,
-        method: request.method as Dispatcher.HttpMethod,
+        method: request.method,
         headers: request.headers,
         body,
       },

@@ -1,5 +1,4 @@
 import type {IncomingHttpHeaders, OutgoingHttpHeaders} from 'node:http'
-import {util} from 'undici'
 
 /**
  * Hop-by-hop fields (RFC 9110 §7.6.1): meaningful for one connection only, so a proxy must not
@@ -76,18 +75,18 @@ export function requestHeadersForTarget(
 }
 
 /**
- * The same filter over a response head as undici delivers it (raw name/value buffers), producing
- * the flat `[name, value, …]` list `writeHead` takes: names lower-cased, repeated fields kept as
- * separate lines in wire order, no intermediate object.
+ * The same filter over a response head as it arrives (raw name/value buffers from undici, strings
+ * from node:http), producing the flat `[name, value, …]` list `writeHead` takes: names
+ * lower-cased, repeated fields kept as separate lines in wire order, no intermediate object.
  */
-export function endToEndRawHeaders(raw: readonly Buffer[]): string[] {
+export function endToEndRawHeaders(raw: readonly (Buffer | string)[]): string[] {
   const names: string[] = []
   let listed: Set<string> | undefined
   for (let i = 0; i < raw.length; i += 2) {
-    const name = util.headerNameToString(raw[i] as Buffer)
+    const name = latin1(raw[i]!).toLowerCase()
     names.push(name)
     if (name === 'connection') {
-      const more = connectionListed((raw[i + 1] as Buffer).toString('latin1'))
+      const more = connectionListed(latin1(raw[i + 1]!))
       if (more) listed = listed ? new Set([...listed, ...more]) : more
     }
   }
@@ -95,9 +94,14 @@ export function endToEndRawHeaders(raw: readonly Buffer[]): string[] {
   for (let k = 0; k < names.length; k++) {
     const name = names[k] as string
     if (HOP_BY_HOP.has(name) || listed?.has(name)) continue
-    out.push(name, (raw[2 * k + 1] as Buffer).toString('latin1'))
+    out.push(name, latin1(raw[2 * k + 1]!))
   }
   return out
+}
+
+/** Field bytes as one char per byte (RFC 9110 §5.5: obs-text is opaque, never decoded as UTF-8). */
+function latin1(raw: Buffer | string): string {
+  return typeof raw === 'string' ? raw : raw.toString('latin1')
 }
 
 /** Every value of `name` (lower-case) in a flat header list, in order. */

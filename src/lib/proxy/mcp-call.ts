@@ -1,6 +1,8 @@
-import type {Dispatcher} from 'undici'
+import {Writable} from 'node:stream'
 import {ToolgateError} from '../errors.ts'
 import {SseSplitter, parseSseFields} from '../mcp/sse.ts'
+import {forwardRequest, type UpstreamDispatcher} from './forward.ts'
+import {endToEndRawHeaders, flatHeaderValues} from './hop-by-hop.ts'
 
 const MAX_ANSWER = 8 * 1024 * 1024
 
@@ -9,45 +11,74 @@ const MAX_ANSWER = 8 * 1024 * 1024
  * `tools/list` for annotations) and returns the matching JSON-RPC response. Streamable HTTP
  * servers may answer with JSON or with an SSE stream (MCP 2025-06-18 "Sending Messages to the
  * Server"); both are handled. The answer is bounded so a misbehaving target cannot exhaust memory.
+ * It goes through the same dispatch path as forwarded requests, so it works on both dispatchers.
  */
 export async function callJsonRpc(opts: {
-  dispatcher: Dispatcher
+  dispatcher: UpstreamDispatcher
   origin: string
   path: string
   headers: Record<string, string | string[]>
   body: unknown
   signal?: AbortSignal
 }): Promise<unknown> {
-  const payload = JSON.stringify(opts.body)
-  const res = await opts.dispatcher.request({
-    origin: opts.origin,
-    path: opts.path,
-    method: 'POST',
-    headers: {
-      ...opts.headers,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      // The answer is parsed here, so it must come uncoded (RFC 9110 §12.5.3).
-      'accept-encoding': 'identity',
-      'content-length': String(Buffer.byteLength(payload)),
-    },
-    body: payload,
-    signal: opts.signal ?? AbortSignal.timeout(30_000),
-  })
+  const payload = Buffer.from(JSON.stringify(opts.body))
   const chunks: Buffer[] = []
   let size = 0
-  for await (const chunk of res.body) {
-    size += (chunk as Buffer).length
-    if (size > MAX_ANSWER) {
-      res.body.destroy()
-      throw new ToolgateError('ERR_UPSTREAM', 'upstream answer too large')
-    }
-    chunks.push(chunk as Buffer)
+  let statusCode = 0
+  let type = ''
+  const call = forwardRequest(
+    opts.dispatcher,
+    {
+      origin: opts.origin,
+      path: opts.path,
+      method: 'POST',
+      headers: {
+        ...opts.headers,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        // The answer is parsed here, so it must come uncoded (RFC 9110 §12.5.3).
+        'accept-encoding': 'identity',
+        'content-length': String(payload.length),
+      },
+      body: payload,
+    },
+    (status, rawHeaders) => {
+      statusCode = status
+      type = flatHeaderValues(endToEndRawHeaders(rawHeaders), 'content-type').join(',')
+      const sink = new Writable({
+        write(chunk: Buffer, _enc, done) {
+          size += chunk.length
+          if (size > MAX_ANSWER) {
+            done(new ToolgateError('ERR_UPSTREAM', 'upstream answer too large'))
+            return
+          }
+          chunks.push(chunk)
+          done()
+        },
+      })
+      // Past the bound: stop the upstream now (a paused exchange would wait for a 'drain' that
+      // never comes); the size says why below.
+      sink.on('error', (err) => call.cancel(err))
+      return sink
+    },
+  )
+  const signal = opts.signal ?? AbortSignal.timeout(30_000)
+  const onAbort = () => call.cancel(signal.reason as Error)
+  if (signal.aborted) onAbort()
+  else signal.addEventListener('abort', onAbort, {once: true})
+  try {
+    await call.done
+  } catch (err) {
+    // The sink refused an answer past the bound: that, not the cancelled exchange, is the reason.
+    if (size > MAX_ANSWER) throw new ToolgateError('ERR_UPSTREAM', 'upstream answer too large')
+    throw err
+  } finally {
+    signal.removeEventListener('abort', onAbort)
   }
+  if (size > MAX_ANSWER) throw new ToolgateError('ERR_UPSTREAM', 'upstream answer too large')
   const text = Buffer.concat(chunks).toString('utf8')
-  if (res.statusCode >= 400)
-    throw new ToolgateError('ERR_UPSTREAM', `upstream answered HTTP ${res.statusCode}`)
-  const type = String(res.headers['content-type'] ?? '')
+  if (statusCode >= 400)
+    throw new ToolgateError('ERR_UPSTREAM', `upstream answered HTTP ${statusCode}`)
   const wantedId = (opts.body as {id?: unknown})?.id
   if (type.startsWith('text/event-stream')) {
     for (const message of sseMessages(text)) {

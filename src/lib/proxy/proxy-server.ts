@@ -1,15 +1,10 @@
-import {
-  createServer,
-  type IncomingMessage,
-  type Server,
-  type ServerOptions,
-  type ServerResponse,
-} from 'node:http'
+import type {IncomingMessage, Server, ServerOptions, ServerResponse} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import type {BearerAuthenticator} from '../auth/types.ts'
 import {isToolgateError} from '../errors.ts'
 import {isLoopbackHost} from '../http/loopback.ts'
 import {closeGracefully, listen, urlOf} from '../http/listen.ts'
+import {createServer} from '../http/node-http.ts'
 import {listenOnSocket} from '../http/private-socket.ts'
 import type {Logger} from '../log/logger.ts'
 import type {TokenExchanger} from '../token-exchange/exchanger.ts'
@@ -101,7 +96,7 @@ export interface RunningProxy {
 export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<RunningProxy> {
   const log = deps.logger.child({proxy: config.name})
   const limit = effectiveBodyLimit(config.maxRequestBodySize)
-  const upstream = createUpstream(
+  const upstream = await createUpstream(
     config.targetUri,
     config.timeouts ?? DEFAULT_TIMEOUTS,
     config.targetSocketPath,

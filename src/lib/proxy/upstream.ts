@@ -1,5 +1,5 @@
-import {Agent, type Dispatcher} from 'undici'
 import {ToolgateError} from '../errors.ts'
+import type {UpstreamDispatcher} from './forward.ts'
 
 export interface UpstreamTimeouts {
   connectMs: number
@@ -13,7 +13,7 @@ export const DEFAULT_TIMEOUTS: UpstreamTimeouts = {connectMs: 10_000, headersMs:
 
 export interface Upstream {
   readonly target: URL
-  readonly dispatcher: Dispatcher
+  readonly dispatcher: UpstreamDispatcher
   /** Maps the client's request target onto the target URI's path prefix. */
   pathFor(requestUrl: string): string
   close(): Promise<void>
@@ -22,8 +22,10 @@ export interface Upstream {
 /**
  * The target connection pool: one keep-alive pool per origin (undici Agent → Pool), so the common
  * case of many small JSON-RPC POSTs reuses sockets instead of paying a TCP handshake each time.
+ * A private socket of a process this tool started goes through node:http instead, and undici is
+ * then never loaded (socket-dispatcher.ts says why).
  */
-export function createUpstream(
+export async function createUpstream(
   target: URL,
   timeouts: UpstreamTimeouts = DEFAULT_TIMEOUTS,
   /**
@@ -32,21 +34,23 @@ export function createUpstream(
    * `target` still gives the origin (Host) and the base path.
    */
   socketPath?: string,
-): Upstream {
+): Promise<Upstream> {
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
     throw new ToolgateError(
       'ERR_USAGE',
       `--target-uri: scheme must be http or https, got ${target.protocol}`,
     )
   }
-  const dispatcher = new Agent({
-    connect: {timeout: timeouts.connectMs, ...(socketPath ? {socketPath} : {})},
-    headersTimeout: timeouts.headersMs,
-    bodyTimeout: timeouts.bodyMs,
-    keepAliveTimeout: 30_000,
-    connections: 128,
-    pipelining: 1,
-  })
+  const dispatcher: UpstreamDispatcher = socketPath
+    ? (await import('./socket-dispatcher.ts')).socketDispatcher(socketPath, timeouts)
+    : new (await import('undici')).Agent({
+        connect: {timeout: timeouts.connectMs},
+        headersTimeout: timeouts.headersMs,
+        bodyTimeout: timeouts.bodyMs,
+        keepAliveTimeout: 30_000,
+        connections: 128,
+        pipelining: 1,
+      })
   const prefix = target.pathname.replace(/\/+$/, '')
   return {
     target,

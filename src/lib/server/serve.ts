@@ -1,4 +1,5 @@
-import {createServer, type Server} from 'node:http'
+import type {Server} from 'node:http'
+import {createServer} from '../http/node-http.ts'
 import {createAuthenticator} from '../auth/index.ts'
 import type {BearerAuthenticator} from '../auth/types.ts'
 import type {ServeConfig} from '../config/serve-config.ts'

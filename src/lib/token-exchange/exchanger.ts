@@ -1,7 +1,7 @@
 import {createHash} from 'node:crypto'
 import {LruCache} from '../cache/lru.ts'
 import {ToolgateError, isToolgateError} from '../errors.ts'
-import {createOutboundClient, type OutboundClient} from '../http/outbound.ts'
+import type {OutboundClient} from '../http/outbound.ts'
 import type {Logger} from '../log/logger.ts'
 import {buildExchangeRequest, processExchangeResponse, type TokenExchangeConfig} from './request.ts'
 
@@ -39,13 +39,19 @@ export function createTokenExchanger(
   config: TokenExchangeConfig,
   deps: TokenExchangerDeps,
 ): TokenExchanger {
-  const outbound =
-    deps.outbound ??
-    createOutboundClient({
-      timeoutMs: config.timeoutMs,
-      allowPrivateIP: true,
-      label: '--token-exchange-url',
-    })
+  // Created at the first exchange: a process that only parses the flags (a workload without
+  // token exchange imports this module) does not load the HTTP client library (issue 11).
+  let outbound: Promise<Pick<OutboundClient, 'fetchJson' | 'close'>> | undefined
+  const client = () =>
+    (outbound ??= deps.outbound
+      ? Promise.resolve(deps.outbound)
+      : import('../http/outbound.ts').then((m) =>
+          m.createOutboundClient({
+            timeoutMs: config.timeoutMs,
+            allowPrivateIP: true,
+            label: '--token-exchange-url',
+          }),
+        ))
   const now = deps.now ?? Date.now
   const skew = deps.skewMs ?? 30_000
   const cache = new LruCache<string, string>({maxEntries: deps.maxEntries ?? 10_000, now})
@@ -58,7 +64,7 @@ export function createTokenExchanger(
     const {url, init} = buildExchangeRequest(config, subject)
     let res: {status: number; body: unknown}
     try {
-      res = await outbound.fetchJson(url, {...init, maxBytes: MAX_EXCHANGE_RESPONSE})
+      res = await (await client()).fetchJson(url, {...init, maxBytes: MAX_EXCHANGE_RESPONSE})
     } catch (err) {
       const what = isToolgateError(err, 'ERR_OUTBOUND_TIMEOUT')
         ? `timed out after ${config.timeoutMs} ms`
@@ -95,7 +101,7 @@ export function createTokenExchanger(
       }
     },
     async close() {
-      await outbound.close()
+      if (outbound) await (await outbound).close()
     },
   }
 }

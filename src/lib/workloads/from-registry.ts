@@ -1,5 +1,4 @@
 import {ToolgateError} from '../errors.ts'
-import {createOutboundClient} from '../http/outbound.ts'
 import {isRecord} from '../mcp/json-rpc.ts'
 
 /**
@@ -55,6 +54,9 @@ export async function fetchServerEntry(
     throw new ToolgateError('ERR_USAGE', '--from-registry: the registry URL must be http(s)')
   const path = `${url.pathname.replace(/\/+$/, '')}/v0.1/servers/${encodeURIComponent(ref.name)}/versions/${encodeURIComponent(ref.version)}`
   // The operator typed this URL: it may be on a private network (a registry next to them).
+  // Loaded here: the background process of a workload imports this module without resolving
+  // anything, and need not carry the HTTP client library (issue 11).
+  const {createOutboundClient} = await import('../http/outbound.ts')
   const client = createOutboundClient({timeoutMs: 15_000, allowPrivateIP: true, label: 'registry'})
   try {
     const res = await client.fetchJson(new URL(path, url), {maxBytes: 4 * 1024 * 1024})
