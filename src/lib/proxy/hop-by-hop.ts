@@ -45,7 +45,7 @@ export function isProxyIdentityField(name: string): boolean {
 
 /**
  * Copies end-to-end fields. `drop` names extra (lower-case) fields to leave out, e.g. `host`
- * toward the target (undici sets it from the target origin) or `authorization` when the proxy
+ * toward the target (the HTTP client sets it from the target origin) or `authorization` when the proxy
  * supplies its own credential.
  */
 export function endToEndHeaders(

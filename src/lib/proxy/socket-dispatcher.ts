@@ -17,7 +17,7 @@ export function socketDispatcher(
   timeouts: UpstreamTimeouts,
 ): UpstreamDispatcher {
   // Idle sockets are closed after 30 s, well before the bridge's 65 s keep-alive, so a request is
-  // never written on a socket the server is closing.
+  // not written on a socket the server is about to close for idleness.
   const agent = new Agent({keepAlive: true, maxSockets: 128, timeout: 30_000})
   return {
     dispatch(opts, handler) {
@@ -60,22 +60,39 @@ class SocketExchange {
     const {opts, handler} = this
     handler.onConnect((err) => this.fail(err ?? abortError()))
     if (this.settled) return
+    const body = opts.body
+    const headers: Record<string, string | string[]> = {
+      ...opts.headers,
+      host: new URL(opts.origin).host,
+    }
+    // Every body is framed explicitly. The client's Transfer-Encoding is hop-by-hop and dropped,
+    // and for GET, HEAD, DELETE and OPTIONS node:http would otherwise write the bytes after the
+    // head with neither length nor chunking: the bridge would parse them as a second request on
+    // the kept-alive socket (smuggled past the pipeline; answers shifted between clients).
+    if (body !== null && headers['content-length'] === undefined) {
+      if (Buffer.isBuffer(body)) headers['content-length'] = String(body.length)
+      else headers['transfer-encoding'] = 'chunked'
+    }
     const req = request({
       agent: this.agent,
       socketPath: this.socketPath,
       method: opts.method,
       path: opts.path,
-      headers: {...opts.headers, host: new URL(opts.origin).host},
+      headers,
     })
     this.req = req
-    // No answer head in time: the same bound as undici's headersTimeout toward public targets.
+    // No answer head in time (counted from dispatch, upload included): the bound undici's
+    // headersTimeout gives toward public targets.
     this.timer = setTimeout(
       () => this.fail(codedError('UND_ERR_HEADERS_TIMEOUT', 'upstream headers timeout')),
       this.timeouts.headersMs,
     )
     req.on('error', (err) => this.fail(err))
     req.on('response', (res) => this.onResponse(res))
-    const body = opts.body
+    // Closed with neither an answer nor an error (an upgrade answer, which the bridge never sends).
+    req.on('close', () => {
+      if (!this.res) this.fail(codedError('ECONNRESET', 'upstream closed without an answer'))
+    })
     if (body === null) req.end()
     else if (Buffer.isBuffer(body)) req.end(body)
     else body.pipe(req)
@@ -116,6 +133,9 @@ class SocketExchange {
     clearTimeout(this.timer)
     this.res?.destroy()
     this.req?.destroy()
+    // A streamed upload nobody will read any more must not hold the client's request open.
+    const body = this.opts.body
+    if (body !== null && !Buffer.isBuffer(body)) body.destroy()
     this.handler.onError(err)
   }
 }

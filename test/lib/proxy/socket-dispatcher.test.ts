@@ -174,6 +174,52 @@ describe('proxy → private socket over node:http', () => {
     await assert.rejects(res.text())
   })
 
+  for (const method of ['GET', 'DELETE', 'OPTIONS']) {
+    it(`frames a chunked ${method} body: what it holds reaches the target as a body, never as a second request`, async () => {
+      const requests: Array<{method: string; url: string; body: string}> = []
+      handle = (req, res) => {
+        let body = ''
+        req.on('data', (c: Buffer) => (body += c.toString('latin1')))
+        req.on('end', () => {
+          requests.push({method: req.method ?? '', url: req.url ?? '', body})
+          res.end('{}')
+        })
+      }
+      const p = await proxy()
+      const inner = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"smuggled"}}'
+      const smuggled =
+        `POST /smuggled HTTP/1.1\r\nHost: bridge.local\r\ncontent-type: application/json\r\n` +
+        `content-length: ${inner.length}\r\n\r\n${inner}`
+      const url = new URL(`${p.url}/mcp`)
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = request(
+          {
+            host: url.hostname,
+            port: url.port,
+            path: url.pathname,
+            method,
+            headers: {'transfer-encoding': 'chunked'},
+          },
+          (res) => {
+            res.resume()
+            res.on('end', () => resolve(res.statusCode ?? 0))
+          },
+        )
+        req.on('error', reject)
+        req.end(smuggled)
+      })
+      // One more call on the same upstream socket: a smuggled request would have shifted it.
+      const after = await fetch(`${p.url}/mcp`, {method: 'POST', body: '{"after":1}'})
+      await after.text()
+      assert.equal(status, 200)
+      assert.deepEqual(
+        requests.map((r) => r.url),
+        ['/mcp', '/mcp'],
+      )
+      assert.deepEqual(requests[0], {method, url: '/mcp', body: smuggled})
+    })
+  }
+
   it('answers 502 when the target sends no head in time', async () => {
     handle = (req) => req.resume() // never answers
     const p = await proxy({...DEFAULT_TIMEOUTS, headersMs: 300})
