@@ -19,12 +19,18 @@ export function socketDispatcher(
   // Idle sockets are closed after 30 s, well before the bridge's 65 s keep-alive, so a request is
   // not written on a socket the server is about to close for idleness.
   const agent = new Agent({keepAlive: true, maxSockets: 128, timeout: 30_000})
+  let closed = false
   return {
     dispatch(opts, handler) {
-      new SocketExchange(agent, socketPath, timeouts, opts, handler).start()
+      // As undici's closed Agent: nothing new leaves after close.
+      if (closed) handler.onError(codedError('UND_ERR_CLOSED', 'the upstream client is closed'))
+      else new SocketExchange(agent, socketPath, timeouts, opts, handler).start()
       return true
     },
+    // Called after the proxy's server has drained its requests (closeGracefully): what is still
+    // open then (an event stream) is cut, as the proxy's own clients are.
     async close() {
+      closed = true
       agent.destroy()
     },
   }

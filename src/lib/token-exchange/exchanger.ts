@@ -45,13 +45,18 @@ export function createTokenExchanger(
   const client = () =>
     (outbound ??= deps.outbound
       ? Promise.resolve(deps.outbound)
-      : import('../http/outbound.ts').then((m) =>
-          m.createOutboundClient({
-            timeoutMs: config.timeoutMs,
-            allowPrivateIP: true,
-            label: '--token-exchange-url',
-          }),
-        ))
+      : import('../http/outbound.ts')
+          .then((m) =>
+            m.createOutboundClient({
+              timeoutMs: config.timeoutMs,
+              allowPrivateIP: true,
+              label: '--token-exchange-url',
+            }),
+          )
+          .catch((err: unknown) => {
+            outbound = undefined // a failure is not kept: the next exchange tries again
+            throw err
+          }))
   const now = deps.now ?? Date.now
   const skew = deps.skewMs ?? 30_000
   const cache = new LruCache<string, string>({maxEntries: deps.maxEntries ?? 10_000, now})

@@ -283,6 +283,28 @@ describe('callJsonRpc', () => {
     }).finally(() => dispatcher.close())
   }
 
+  it('node:http on a socket: nothing leaves once the dispatcher is closed', async () => {
+    let seen = 0
+    handle = (req, res) => {
+      seen++
+      req.resume()
+      res.end('{}')
+    }
+    const dispatcher = socketDispatcher(join(dir, 's.sock'), DEFAULT_TIMEOUTS)
+    await dispatcher.close()
+    await assert.rejects(
+      callJsonRpc({
+        dispatcher,
+        origin: 'http://bridge.local',
+        path: '/mcp',
+        headers: {},
+        body: {jsonrpc: '2.0', id: 1, method: 'ping'},
+      }),
+      /the upstream client is closed/,
+    )
+    assert.equal(seen, 0)
+  })
+
   for (const name of ['node:http on a socket', 'undici over TCP']) {
     it(`${name}: a JSON answer`, async () => {
       handle = (req, res) => {
