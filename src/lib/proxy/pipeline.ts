@@ -46,14 +46,16 @@ export async function preparePipeline(
   deps: PipelineDeps,
 ): Promise<PreparedPipeline> {
   const {logger} = deps
-  // Loaded here, not at the top: a command that never proxies (or `--help`) must not pay for the
-  // secrets store, Cedar or OAuth modules. Literal specifiers keep the bundle (esbuild) complete.
-  const {openSecretStore, overrideForwardHeaders, resolveForwardHeaderSecrets} =
-    await import('../secrets/index.ts')
+  // Loaded when used, not at the top: a command that never proxies (or `--help`), and a workload
+  // that names no secret, must not pay for the secrets store, Cedar or OAuth modules (issue 11).
+  // Literal specifiers keep the bundle (esbuild) complete.
+  const secrets = () => import('../secrets/index.ts')
+  const openSecretStore = async (opts: {logger: Logger}) => (await secrets()).openSecretStore(opts)
   const config = proxyConfigFromFlags(name, flags, {logger, ...(deps.env ? {env: deps.env} : {})})
   const headerSecrets = flags['remote-forward-headers-secret'] ?? []
   if (headerSecrets.length > 0) {
     // Resolved once at startup: a missing secret stops the proxy before it listens.
+    const {overrideForwardHeaders, resolveForwardHeaderSecrets} = await secrets()
     const fromSecrets = await resolveForwardHeaderSecrets(
       headerSecrets,
       await openSecretStore({logger}),

@@ -1,7 +1,6 @@
 import {ToolgateError} from '../errors.ts'
 import {createLogger, type Logger} from '../log/logger.ts'
 import type {PipelineFlags} from '../proxy/pipeline.ts'
-import {openSecretStore} from '../secrets/index.ts'
 import {RotatingLog} from '../supervisor/rotating-log.ts'
 import {parseDuration} from '../config/duration.ts'
 import type {ChildRequest} from './child-argv.ts'
@@ -9,6 +8,11 @@ import {proxyLogFile, serverLogFile, startDetached} from './detach.ts'
 import {assertNameFree, startWorkload, type RunningWorkload} from './run-workload.ts'
 import {buildWorkloadSpec, checkRunInput, type RunInput} from './spec.ts'
 import type {WorkloadState} from './state.ts'
+
+/** The secrets store, loaded only when a workload names a secret (issue 11: background memory). */
+async function openSecretStore(opts?: {logger: Logger}) {
+  return (await import('../secrets/index.ts')).openSecretStore(opts)
+}
 
 export {serveWorkload} from './foreground.ts'
 
