@@ -110,11 +110,21 @@ export async function replaceSourceTx(
 const STAGING_COLUMNS =
   'name, version, server_json, content_hash, search_text, up_status, up_published, up_updated, ' +
   'up_updated_ms, up_latest'
-// A chunk written to the COPY stream ends after this much work (preparing records: parse, hash,
+// A chunk written to the COPY stream ends after a slice of work (preparing records: parse, hash,
 // search text) or this many rows: the event loop runs between chunks, so readers wait at most a
 // slice. 250 rows took ~15 ms on the 2-core bench machine and readers' p50 rose to that meanwhile.
+// A slice is 2 ms while the replica is lightly loaded. When readers keep the event loop busy
+// between slices, a 2 ms slice got ~10% of the process and a 100k staging took 13 s instead of 3:
+// the slice then grows to half the time the others just had (the sync gets about a third of the
+// process), capped so one slice never holds readers for long.
 const COPY_SLICE_MS = 2
+const COPY_SLICE_MAX_MS = 12
 const COPY_CHUNK = 250
+
+/** The next slice: 2 ms, or half of what the event loop just spent elsewhere, up to the cap. */
+export function nextSliceMs(othersMs: number): number {
+  return Math.min(COPY_SLICE_MAX_MS, Math.max(COPY_SLICE_MS, othersMs / 2))
+}
 
 /**
  * Stages the records with one COPY (first occurrence of a name+version wins; the later ones are
@@ -133,6 +143,7 @@ async function stage(
   function* chunks(): Generator<string> {
     let rows: string[] = []
     let sliceStart = performance.now()
+    let sliceMs = COPY_SLICE_MS
     for (const server of servers) {
       if (checkRecord(server) !== undefined) {
         skipped++
@@ -162,10 +173,12 @@ async function stage(
           up?.isLatest ?? null,
         ]),
       )
-      if (rows.length >= COPY_CHUNK || performance.now() - sliceStart >= COPY_SLICE_MS) {
+      if (rows.length >= COPY_CHUNK || performance.now() - sliceStart >= sliceMs) {
+        const handedOver = performance.now()
         yield rows.join('')
         rows = []
         sliceStart = performance.now()
+        sliceMs = nextSliceMs(sliceStart - handedOver)
       }
     }
     if (rows.length > 0) yield rows.join('')
