@@ -47,13 +47,14 @@ export default class Proxy extends BaseCommand {
     })
     const target = flags['target-uri']
     const {proxy, config} = pipeline
-    this.emit(flags.json, `Proxy ${config.name} listening on ${proxy.url} -> ${target}`, {
-      event: 'listening',
-      name: config.name,
-      url: proxy.url,
-      port: proxy.port,
-      target,
-    })
-    await serveUntilSignal(pipeline, logger)
+    await serveUntilSignal(pipeline, logger, () =>
+      this.emit(flags.json, `Proxy ${config.name} listening on ${proxy.url} -> ${target}`, {
+        event: 'listening',
+        name: config.name,
+        url: proxy.url,
+        port: proxy.port,
+        target,
+      }),
+    )
   }
 }

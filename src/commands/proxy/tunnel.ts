@@ -37,13 +37,22 @@ export default class ProxyTunnel extends BaseCommand {
     const {args, flags} = await this.parse(ProxyTunnel)
     const logger = this.makeLogger(flags)
     const {openTunnel} = await import('../../lib/tunnel/open-tunnel.ts')
+    // Handlers go in before the tunnel's line is printed: a script that reads it and signals at
+    // once must get a graceful close, not Node's default exit by signal. A signal while the tunnel
+    // is still opening is re-raised, so it stops the command as it always did.
+    let announced = false
+    const interrupted = new Promise<void>((resolve) => {
+      for (const signal of ['SIGINT', 'SIGTERM'] as const)
+        process.once(signal, () => (announced ? resolve() : process.kill(process.pid, signal)))
+    })
     const tunnel = await openTunnel({
       target: args.TARGET,
       provider: flags['tunnel-provider'],
       providerArgs: flags['provider-args'],
       requireAuth: flags['require-auth'],
       logger,
-      onUrl: (url, target, details) =>
+      onUrl: (url, target, details) => {
+        announced = true
         this.emit(flags.json, `Tunnel ${args.SERVER_NAME} open at ${url} -> ${target.url.origin}`, {
           event: 'tunnel',
           name: args.SERVER_NAME,
@@ -51,14 +60,12 @@ export default class ProxyTunnel extends BaseCommand {
           target: target.url.origin,
           provider: flags['tunnel-provider'],
           ...details,
-        }),
+        })
+      },
     })
     // Up until interrupted (a dry run holds nothing else that keeps the process alive).
     const keepAlive = setInterval(() => undefined, 60_000)
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve())
-      process.once('SIGTERM', () => resolve())
-    })
+    await interrupted
     clearInterval(keepAlive)
     logger.info('closing the tunnel')
     await tunnel.close()

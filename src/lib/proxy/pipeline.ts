@@ -165,11 +165,14 @@ export async function startPrepared(
 /**
  * Runs the remote login (if any), then serves until SIGINT/SIGTERM, closing gracefully. A login
  * interrupted by a signal is a normal shutdown; a failed login closes the pipeline and rejects.
- * `onStop` runs after the pipeline closed (e.g. stop the workload's server).
+ * `announce` runs once the signal handlers are in place: a script that reads the startup line and
+ * signals at once must find them there, not Node's default (exit by signal). `onStop` runs after
+ * the pipeline closed (e.g. stop the workload's server).
  */
 export async function serveUntilSignal(
   pipeline: Pipeline,
   logger: Logger,
+  announce: () => void = () => undefined,
   onStop: () => Promise<void> = async () => undefined,
 ): Promise<void> {
   let stopping = false
@@ -186,6 +189,7 @@ export async function serveUntilSignal(
     process.once('SIGINT', () => stop('SIGINT'))
     process.once('SIGTERM', () => stop('SIGTERM'))
   })
+  announce()
   try {
     await pipeline.login()
   } catch (err) {
