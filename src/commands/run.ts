@@ -52,8 +52,7 @@ export default class Run extends BaseCommand {
       isTTY: process.stderr.isTTY === true,
       echo: (chunk) => process.stderr.write(chunk),
     })
-    this.report(flags.json, workload.state)
-    await lib.serveWorkload(workload, logger)
+    await lib.serveWorkload(workload, logger, () => this.report(flags.json, workload.state))
   }
 
   private report(

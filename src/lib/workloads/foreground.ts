@@ -7,11 +7,14 @@ import type {WorkloadState} from './state.ts'
 /**
  * Serves a started workload until it ends: SIGINT/SIGTERM stop it (server first, SIGKILL after the
  * stop timeout, then the proxy) and resolve normally; a server that exits on its own rejects with
- * its exit status, so the process exits non-zero; so does a failed remote login.
+ * its exit status, so the process exits non-zero; so does a failed remote login. `announce` (the
+ * "running" line) runs once the signal handlers are in place, so a script that signals as soon as
+ * it reads the line gets a clean stop, not Node's default exit by signal.
  */
 export async function serveWorkload(
   workload: RunningWorkload,
   logger: Logger,
+  announce: () => void = () => undefined,
 ): Promise<WorkloadState> {
   const onSignal = (signal: string) => {
     logger.info('stopping workload', {signal})
@@ -22,6 +25,7 @@ export async function serveWorkload(
   process.on('SIGINT', onInt)
   process.on('SIGTERM', onTerm)
   try {
+    announce()
     await workload.login().catch(async (err: unknown) => {
       await workload.stop()
       throw err
