@@ -23,14 +23,12 @@ export interface UpstreamHandler {
   onError(err: Error): void
 }
 
-export type UpstreamRequest = ForwardRequest
-
 /**
  * What the pipeline forwards through: an undici Agent toward public targets (upstream.ts), or
  * node:http on a private socket of a process this tool started (socket-dispatcher.ts).
  */
 export interface UpstreamDispatcher {
-  dispatch(opts: UpstreamRequest, handler: UpstreamHandler): boolean
+  dispatch(opts: ForwardRequest, handler: UpstreamHandler): boolean
   close(): Promise<void>
 }
 
@@ -41,7 +39,8 @@ export interface UpstreamDispatcher {
 export type OnResponseHead = (statusCode: number, rawHeaders: RawHeaders) => Writable
 
 /**
- * One forwarded request as a plain undici dispatch handler.
+ * One forwarded request as a plain dispatch handler (undici's protocol, which the node:http
+ * socket dispatcher speaks too).
  *
  * Why not `dispatcher.stream()`: per request it adds an AsyncResource, an `AbortSignal`
  * subscription and `stream.finished()` listeners on the client response; on small JSON-RPC

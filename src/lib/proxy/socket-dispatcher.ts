@@ -1,6 +1,6 @@
 import type {Agent as HttpAgent, ClientRequest, IncomingMessage} from 'node:http'
 import {Agent, request} from '../http/node-http.ts'
-import type {UpstreamDispatcher, UpstreamHandler, UpstreamRequest} from './forward.ts'
+import type {ForwardRequest, UpstreamDispatcher, UpstreamHandler} from './forward.ts'
 import type {UpstreamTimeouts} from './upstream.ts'
 
 /**
@@ -45,14 +45,14 @@ class SocketExchange {
   readonly agent: HttpAgent
   readonly socketPath: string
   readonly timeouts: UpstreamTimeouts
-  readonly opts: UpstreamRequest
+  readonly opts: ForwardRequest
   readonly handler: UpstreamHandler
 
   constructor(
     agent: HttpAgent,
     socketPath: string,
     timeouts: UpstreamTimeouts,
-    opts: UpstreamRequest,
+    opts: ForwardRequest,
     handler: UpstreamHandler,
   ) {
     this.agent = agent
