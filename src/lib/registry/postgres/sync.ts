@@ -113,15 +113,18 @@ const STAGING_COLUMNS =
 // A chunk written to the COPY stream ends after a slice of work (preparing records: parse, hash,
 // search text) or this many rows: the event loop runs between chunks, so readers wait at most a
 // slice. 250 rows took ~15 ms on the 2-core bench machine and readers' p50 rose to that meanwhile.
-// A slice is 2 ms while the replica is lightly loaded. When readers keep the event loop busy
-// between slices, a 2 ms slice got ~10% of the process and a 100k staging took 13 s instead of 3:
-// the slice then grows to half the time the others just had (the sync gets about a third of the
-// process), capped so one slice never holds readers for long.
-const COPY_SLICE_MS = 2
+// A slice is 0.5 ms while the replica is lightly loaded: a request waits for a slice at each of
+// its turns of the event loop (its HTTP request, the database's answer), and with 2 ms slices
+// open-loop readers' p50 during staging was 11 ms against 1 ms idle; with 0.5 ms it was 4 ms, and
+// the staging took as long (3–4 s for 100k). When readers keep the event loop busy between slices,
+// a 2 ms slice got ~10% of the process and a 100k staging took 13 s instead of 3: the slice then
+// grows to half the time the others just had (the sync gets about a third of the process), capped
+// so one slice never holds readers for long.
+const COPY_SLICE_MS = 0.5
 const COPY_SLICE_MAX_MS = 12
 const COPY_CHUNK = 250
 
-/** The next slice: 2 ms, or half of what the event loop just spent elsewhere, up to the cap. */
+/** The next slice: 0.5 ms, or half of what the event loop just spent elsewhere, up to the cap. */
 export function nextSliceMs(othersMs: number): number {
   return Math.min(COPY_SLICE_MAX_MS, Math.max(COPY_SLICE_MS, othersMs / 2))
 }
@@ -232,51 +235,71 @@ interface LatestRow {
   up_latest: boolean | null
 }
 
-/** isLatest for every changed name, BATCH names per round trip (the rule is in ../latest.ts). */
+/**
+ * isLatest for every changed name, BATCH names at a time, in one round trip per batch: the names
+ * and their versions come in one query, and a batch's UPDATE is pipelined with the next batch's
+ * read on the transaction's connection. Three awaited round trips per batch made this step ~4 s
+ * of a 100,000-version sync while readers kept the event loop busy (each answer waits for a turn
+ * of it).
+ */
 async function updateLatest(tx: TransactionSql, source: string): Promise<void> {
   let after = ''
-  for (;;) {
-    const names = (
-      await tx.unsafe('SELECT name FROM changed WHERE name > $1 ORDER BY name LIMIT $2', [
-        after,
-        BATCH,
-      ])
-    ).map((r) => r.name as string)
-    if (names.length === 0) return
-    after = names[names.length - 1]!
-    const rows = (await tx.unsafe(
-      'SELECT sv.id, sv.name, sv.version, sv.published_at, sv.is_latest, s.up_latest ' +
-        'FROM source_versions sv LEFT JOIN staging s ON s.name = sv.name AND s.version = sv.version ' +
-        'WHERE sv.source = $1 AND sv.name = ANY($2::text[]) ORDER BY sv.name',
-      [source, tx.array(names, 25)] as never[],
-    )) as unknown as LatestRow[]
-    const ids: number[] = []
-    const flags: boolean[] = []
-    let group: LatestRow[] = []
-    const decide = () => {
-      const best = chooseLatest(group)
-      for (const v of group) {
-        const want = v === best
-        if (v.is_latest !== want) {
-          ids.push(v.id)
-          flags.push(want)
-        }
+  let pending: Promise<unknown> | undefined
+  try {
+    for (;;) {
+      // Every name of the batch comes back, one with no version left (all removed) as a row of
+      // NULLs, so the batch's last name is known whatever it holds.
+      const rows = (await tx.unsafe(
+        'WITH b AS (SELECT name FROM changed WHERE name > $2 ORDER BY name LIMIT $3) ' +
+          'SELECT b.name AS batch_name, sv.id, sv.name, sv.version, sv.published_at, sv.is_latest, ' +
+          's.up_latest FROM b LEFT JOIN source_versions sv ON sv.source = $1 AND sv.name = b.name ' +
+          'LEFT JOIN staging s ON s.name = sv.name AND s.version = sv.version ORDER BY b.name',
+        [source, after, BATCH],
+      )) as unknown as Array<LatestRow & {batch_name: string}>
+      // The previous batch's UPDATE was sent before this read on the same connection, so its
+      // answer is in by now: awaited here, a failure stops the sync before the next one is sent.
+      await pending
+      pending = undefined
+      if (rows.length === 0) return
+      after = rows[rows.length - 1]!.batch_name
+      const {ids, flags} = latestChanges(rows.filter((r) => r.id !== null))
+      if (ids.length > 0) {
+        pending = tx.unsafe(
+          'UPDATE source_versions sv SET is_latest = u.flag FROM unnest($1::bigint[], $2::boolean[]) ' +
+            'AS u(id, flag) WHERE sv.id = u.id',
+          [tx.array(ids, 20), tx.array(flags, 16)] as never[],
+        )
+        // Awaited on the next turn of the loop (or in finally); never left unhandled meanwhile.
+        pending.catch(() => undefined)
       }
-      group = []
     }
-    for (const r of rows) {
-      if (group.length > 0 && group[0]!.name !== r.name) decide()
-      group.push(r)
-    }
-    if (group.length > 0) decide()
-    if (ids.length > 0) {
-      await tx.unsafe(
-        'UPDATE source_versions sv SET is_latest = u.flag FROM unnest($1::bigint[], $2::boolean[]) ' +
-          'AS u(id, flag) WHERE sv.id = u.id',
-        [tx.array(ids, 20), tx.array(flags, 16)] as never[],
-      )
-    }
+  } finally {
+    await pending
   }
+}
+
+/** The (id, flag) pairs whose isLatest differs from the rule, for rows ordered by name. */
+function latestChanges(rows: LatestRow[]): {ids: number[]; flags: boolean[]} {
+  const ids: number[] = []
+  const flags: boolean[] = []
+  let group: LatestRow[] = []
+  const decide = () => {
+    const best = chooseLatest(group)
+    for (const v of group) {
+      const want = v === best
+      if (v.is_latest !== want) {
+        ids.push(v.id)
+        flags.push(want)
+      }
+    }
+    group = []
+  }
+  for (const r of rows) {
+    if (group.length > 0 && group[0]!.name !== r.name) decide()
+    group.push(r)
+  }
+  if (group.length > 0) decide()
+  return {ids, flags}
 }
 
 function chooseLatest(group: LatestRow[]): LatestRow | undefined {
