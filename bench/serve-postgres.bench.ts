@@ -3,8 +3,9 @@
  * connections: the first page (response cache), rotating deep cursors (every page of the registry
  * in turn: far more pages than the response cache holds, so nearly all uncached) and rotating
  * searches. Then re-syncs of all 100,000 versions on PostgreSQL while readers run, once at a fixed
- * request rate and once saturated: each sync's duration, and the readers' p99 during it against
- * their idle p99 measured just before.
+ * request rate and saturated, BENCH_PG_SYNC_ROUNDS times each (default 3): each sync's duration,
+ * and the readers' p99 during it against their idle p99 measured just before; the verdict is on the
+ * median of the rounds, since the idle p99 of one round moves a lot on a shared 2-core machine.
  * Targets: PostgreSQL uncached >= 50% of SQLite uncached; sync <= 30 s; p99 during <= 2x idle.
  */
 import {mkdtempSync, renameSync, rmSync, writeFileSync} from 'node:fs'
@@ -20,6 +21,9 @@ import {fmt, table} from './helpers/table.ts'
 
 const VERSIONS = Number(process.env.BENCH_PG_VERSIONS ?? 100_000)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
+// Re-syncs measured per kind of readers: one sync's ratio swings with the idle p99 before it
+// (10–36 ms at the fixed rate on the shared 2-core machine), so the verdict is on the median.
+const SYNC_ROUNDS = Math.max(1, Number(process.env.BENCH_PG_SYNC_ROUNDS ?? 3))
 const CONNECTIONS = 64
 const work = mkdtempSync(join(tmpdir(), 'toolgate-bench-pg-'))
 const log = (msg: string) => process.stderr.write(`serve-postgres.bench: ${msg}\n`)
@@ -236,39 +240,56 @@ async function main(): Promise<void> {
       [`${rate} req/s (open loop)`, rate],
       [`${CONNECTIONS} connections (saturated)`, undefined],
     ] as const) {
-      // The next generation is written aside first and renamed in: the file watcher never sees a
-      // half-written file, and the ~2 s of generating it is not spent while readers run.
-      writeSource(`${source}.next`, ++generation)
-      const idle = await readers(pg.url, pages, SECONDS * 2, r)
-      const logged = pg.stderr().length
-      const everyUpdated = new RegExp(`"?updated"?[:=]${VERSIONS}\\b`)
-      // This sync's own line: every version updated (a re-read of unchanged data would say 0).
-      // Looked for at most every 50 ms: readers ask before every request.
-      let seen = false
-      let lookedAt = 0
-      const synced = () => {
-        if (seen || performance.now() - lookedAt < 50) return seen
-        lookedAt = performance.now()
-        seen = pg
-          .stderr()
-          .slice(logged)
-          .split('\n')
-          .some((l) => l.includes('registry source synced') && everyUpdated.test(l))
-        return seen
+      const rounds: Array<{syncMs: number; ratio: number; errors: number}> = []
+      for (let round = 1; round <= SYNC_ROUNDS; round++) {
+        // The next generation is written aside first and renamed in: the file watcher never sees a
+        // half-written file, and the ~2 s of generating it is not spent while readers run.
+        writeSource(`${source}.next`, ++generation)
+        const idle = await readers(pg.url, pages, SECONDS * 2, r)
+        const logged = pg.stderr().length
+        const everyUpdated = new RegExp(`"?updated"?[:=]${VERSIONS}\\b`)
+        // This sync's own line: every version updated (a re-read of unchanged data would say 0).
+        // Looked for at most every 50 ms: readers ask before every request.
+        let seen = false
+        let lookedAt = 0
+        const synced = () => {
+          if (seen || performance.now() - lookedAt < 50) return seen
+          lookedAt = performance.now()
+          seen = pg
+            .stderr()
+            .slice(logged)
+            .split('\n')
+            .some((l) => l.includes('registry source synced') && everyUpdated.test(l))
+          return seen
+        }
+        renameSync(`${source}.next`, source)
+        const started = Date.now()
+        const during = await readers(pg.url, pages, 120, r, synced)
+        const syncMs = Date.now() - started
+        const met = syncMs <= 30_000 && during.p99 <= 2 * idle.p99
+        syncRows.push([
+          label,
+          fmt(syncMs / 1000),
+          fmt(idle.p99),
+          fmt(during.p99),
+          fmt(during.p99 / idle.p99, 2),
+          during.errors,
+          met ? 'MET' : 'MISSED',
+        ])
+        rounds.push({syncMs, ratio: during.p99 / idle.p99, errors: during.errors})
       }
-      renameSync(`${source}.next`, source)
-      const started = Date.now()
-      const during = await readers(pg.url, pages, 120, r, synced)
-      const syncMs = Date.now() - started
-      const met = syncMs <= 30_000 && during.p99 <= 2 * idle.p99
+      const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+      const syncMedian = median(rounds.map((x) => x.syncMs))
+      const ratioMedian = median(rounds.map((x) => x.ratio))
+      const errors = rounds.reduce((n, x) => n + x.errors, 0)
       syncRows.push([
-        label,
-        fmt(syncMs / 1000),
-        fmt(idle.p99),
-        fmt(during.p99),
-        fmt(during.p99 / idle.p99, 2),
-        during.errors,
-        met ? 'MET' : 'MISSED',
+        `${label}: median of ${rounds.length}`,
+        fmt(syncMedian / 1000),
+        '',
+        '',
+        fmt(ratioMedian, 2),
+        errors,
+        syncMedian <= 30_000 && ratioMedian <= 2 && errors === 0 ? 'MET' : 'MISSED',
       ])
     }
     process.stdout.write(
