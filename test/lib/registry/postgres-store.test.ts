@@ -98,6 +98,35 @@ describe('PostgresRegistryStore', {skip: postgresMissing}, () => {
     }
   })
 
+  // updateLatest's statements are prepared on the connection and outlive the temporary tables
+  // they read (dropped at each commit): with one pooled connection every sync reuses them.
+  test('syncs on one pooled connection reuse its prepared statements over new temporary tables', async () => {
+    const url = await pgDatabase()
+    const store = await open(url, {connection: {url, poolSize: 1}})
+    try {
+      await store.setRegistries(REGISTRIES)
+      const names = Array.from({length: 1_200}, (_, i) => `io.p/s-${String(i).padStart(4, '0')}`)
+      // Every sync changes every name (a version added or removed): two isLatest batches each.
+      const rounds: Array<[string[], string]> = [
+        [['1.0.0'], '1.0.0'],
+        [['1.0.0', '2.0.0'], '2.0.0'],
+        [['1.0.0', '2.0.0', '3.0.0'], '3.0.0'],
+        [['1.0.0', '2.0.0'], '2.0.0'],
+      ]
+      for (const [round, [versions, latest]] of rounds.entries()) {
+        await store.replaceSource(
+          'a',
+          names.flatMap((name) => versions.map((version) => ({name, version}))),
+          new Date(T0.getTime() + round * 60_000),
+        )
+        for (const n of [names[0]!, names[1_100]!])
+          assert.equal((await store.getVersion('default', n, 'latest'))?.server.version, latest, n)
+      }
+    } finally {
+      await store.close()
+    }
+  })
+
   test('search answers exactly as the SQLite store (instr semantics), with the trigram index', async () => {
     const servers: ServerJson[] = []
     const words = [

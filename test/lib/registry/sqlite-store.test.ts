@@ -313,14 +313,15 @@ describeEachBackend('registry store sync semantics', (backend) => {
     await store.close()
   })
 
-  // Enough changed names for several isLatest batches (1,000 names each on PostgreSQL), the first
-  // batches holding only names whose every version was removed: the names after them are still
+  // Enough changed names for several isLatest batches (1,000 names each on PostgreSQL): first
+  // whole batches of names whose every version was removed, then batches that each move flags
+  // (one batch's update in flight while the next batch is read); the names after them are all
   // judged.
   test('isLatest is recomputed for every changed name of a large sync, after whole batches of removed names', async (t) => {
     const store = await backend.open()
     t.after(() => store.close())
     const gone = Array.from({length: 2_100}, (_, i) => `io.a/gone-${String(i).padStart(4, '0')}`)
-    const kept = Array.from({length: 30}, (_, i) => `io.z/kept-${String(i).padStart(2, '0')}`)
+    const kept = Array.from({length: 2_500}, (_, i) => `io.z/kept-${String(i).padStart(4, '0')}`)
     await store.replaceSource(
       'a',
       [
@@ -334,13 +335,13 @@ describeEachBackend('registry store sync semantics', (backend) => {
       kept.flatMap((n) => [server(n, '1.0.0'), server(n, '2.0.0'), server(n, '3.0.0')]),
       T1,
     )
-    assert.deepEqual({added: stats.added, removed: stats.removed}, {added: 30, removed: 2_100})
+    assert.deepEqual({added: stats.added, removed: stats.removed}, {added: 2_500, removed: 2_100})
     const latest = await listAll(store, 'default', 100, {version: 'latest'})
     assert.deepEqual(
       ids(latest),
       kept.map((n) => `${n}@3.0.0`),
     )
-    for (const n of kept)
+    for (const n of [kept[0]!, kept[999]!, kept[1_000]!, kept.at(-1)!])
       assert.equal(official((await store.getVersion('default', n, '2.0.0'))!).isLatest, false, n)
   })
 
