@@ -45,7 +45,14 @@ export async function pgDatabase(): Promise<string> {
   return (await pgCluster()).createDatabase()
 }
 
+// PostgreSQL stores opened through STORE_BACKENDS, closed by stopStoreBackends: a test that fails
+// before its own close() would otherwise leave a pool open, and the file would wait for it until
+// its test timeout instead of reporting the failure. close() may run twice.
+const openPostgresStores = new Set<PostgresRegistryStore>()
+
 export async function stopStoreBackends(): Promise<void> {
+  await Promise.all([...openPostgresStores].map((s) => s.close()))
+  openPostgresStores.clear()
   const c = cluster
   cluster = undefined
   if (c) await (await c).destroy()
@@ -69,6 +76,7 @@ export const STORE_BACKENDS: StoreBackend[] = [
     skip: postgresMissing,
     async open(registries = DEFAULT_REGISTRIES) {
       const store = new PostgresRegistryStore({connection: {url: await pgDatabase()}, pollMs: 200})
+      openPostgresStores.add(store)
       await store.init()
       await store.setRegistries(registries)
       return store
