@@ -334,46 +334,10 @@ try {
 
   const rows: (string | number)[][] = []
   const figures: Record<string, {p50: number; perSecond: number}> = {}
-  for (const p of paths) {
-    // Warm-up (JIT, connections) on every client, not measured.
-    await Promise.all(p.clients.map((c) => sequentialCalls(c, 50)))
-    await sequentialCalls(p.clients[0]!, 200)
-    const seq = await withCpu(p.pids, async () => ({
-      ...(await sequentialCalls(p.clients[0]!, SEQUENTIAL)),
-      calls: SEQUENTIAL,
-    }))
-    const conc = await withCpu(p.pids, async () => {
-      const r = await concurrentCalls(p.clients, SESSIONS, SECONDS * 1000)
-      return {...r, calls: r.perSecond * SECONDS}
-    })
-    figures[p.name] = {p50: seq.p50, perSecond: conc.perSecond}
-    rows.push([
-      p.name,
-      fmt(seq.p50, 2),
-      fmt(seq.p99, 2),
-      fmt(seq.perSecond, 0),
-      seq.cpuUs,
-      fmt(conc.perSecond, 0),
-      conc.errors,
-      conc.cpuUs,
-    ])
-  }
-  const memory: Memory[] = []
-  memory.push(await memoryRun('bin/dev.js (sources)', workload, paths[2]!.clients, rssStart))
-  const serverRss = workload.serverPid ? rssMb(workload.serverPid) : NaN
-  // Every path is measured: stop them all (and this workload) before the built entry's memory run.
-  for (const c of cleanup.splice(0).reverse()) await c()
-
-  // The shipped entry, and detached workloads (what users run), memory only, same warm-up and soak.
-  const distCurrent = distIsCurrent()
-  // Their calls are measured too (same warm-up, same loads): a detached workload runs with its
-  // own V8 flags (workloads/detach.ts), and that is what users get.
-  const memoryOnly = async (label: string, w: Workload) => {
-    const start = rssMb(w.pid)
-    const clients = await session(w.url)
+  /** Warm-up (JIT, connections; not measured), then the sequential and the 16-session figures. */
+  const measureCalls = async (name: string, clients: Client[], pids: Array<number | undefined>) => {
     await Promise.all(clients.map((c) => sequentialCalls(c, 50)))
     await sequentialCalls(clients[0]!, 200)
-    const pids = [w.pid, w.serverPid]
     const seq = await withCpu(pids, async () => ({
       ...(await sequentialCalls(clients[0]!, SEQUENTIAL)),
       calls: SEQUENTIAL,
@@ -382,9 +346,9 @@ try {
       const r = await concurrentCalls(clients, SESSIONS, SECONDS * 1000)
       return {...r, calls: r.perSecond * SECONDS}
     })
-    figures[`toolgate run, ${label}`] = {p50: seq.p50, perSecond: conc.perSecond}
+    figures[name] = {p50: seq.p50, perSecond: conc.perSecond}
     rows.push([
-      `toolgate run, ${label}`,
+      name,
       fmt(seq.p50, 2),
       fmt(seq.p99, 2),
       fmt(seq.perSecond, 0),
@@ -393,17 +357,32 @@ try {
       conc.errors,
       conc.cpuUs,
     ])
+  }
+  for (const p of paths) await measureCalls(p.name, p.clients, p.pids)
+  const memory: Memory[] = []
+  memory.push(await memoryRun('bin/dev.js (sources)', workload, paths[2]!.clients, rssStart))
+  const serverRss = workload.serverPid ? rssMb(workload.serverPid) : NaN
+  // Every path is measured: stop them all (and this workload) before the built entry's memory run.
+  for (const c of cleanup.splice(0).reverse()) await c()
+
+  // The shipped entry, and detached workloads (what users run): the same calls, warm-up and soak.
+  // A detached workload runs with its own V8 flags (workloads/detach.ts): what users get.
+  const distCurrent = distIsCurrent()
+  const callsAndMemory = async (label: string, w: Workload) => {
+    const start = rssMb(w.pid)
+    const clients = await session(w.url)
+    await measureCalls(`toolgate run, ${label}`, clients, [w.pid, w.serverPid])
     memory.push(await memoryRun(label, w, clients, start))
     for (const c of cleanup.splice(0).reverse()) await c()
   }
   if (distCurrent)
-    await memoryOnly('bin/run.js (dist)', await startWorkload('bin/run.js', 'bench-dist'))
-  await memoryOnly(
+    await callsAndMemory('bin/run.js (dist)', await startWorkload('bin/run.js', 'bench-dist'))
+  await callsAndMemory(
     'detached, bin/dev.js (sources)',
     await startDetachedWorkload('bin/dev.js', 'bench-detached'),
   )
   if (distCurrent)
-    await memoryOnly(
+    await callsAndMemory(
       'detached, bin/run.js (dist)',
       await startDetachedWorkload('bin/run.js', 'bench-detached-dist'),
     )
