@@ -7,6 +7,9 @@
  * and the readers' p99 during it against their idle p99 measured just before; the verdict is on the
  * median of the rounds, since the idle p99 of one round moves a lot on a shared 2-core machine.
  * Targets: PostgreSQL uncached >= 50% of SQLite uncached; sync <= 30 s; p99 during <= 2x idle.
+ * BENCH_PG_PROBE=1: the PostgreSQL replica runs with a probe (helpers/serve-probe.ts) and each
+ * sync is followed by a table relating the readers' slow requests to the sync's phases and to the
+ * replica's event-loop stalls and GC pauses (the probe's timer costs a little: attribution only).
  */
 import {mkdtempSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -16,6 +19,7 @@ import {Agent, request} from 'undici'
 import {syntheticServers, wrap} from '../scripts/registry-data/generate.ts'
 import {startPgCluster, type PgCluster} from '../test/helpers/postgres.ts'
 import {load} from './helpers/load.ts'
+import {attributeSlowRequests} from './helpers/sync-attribution.ts'
 import {ROOT, start, waitFor200, type Proc} from './helpers/processes.ts'
 import {fmt, table} from './helpers/table.ts'
 
@@ -25,6 +29,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
 // (10–36 ms at the fixed rate on the shared 2-core machine), so the verdict is on the median.
 const SYNC_ROUNDS = Math.max(1, Number(process.env.BENCH_PG_SYNC_ROUNDS ?? 3))
 const CONNECTIONS = 64
+const PROBE = process.env.BENCH_PG_PROBE === '1'
 const work = mkdtempSync(join(tmpdir(), 'toolgate-bench-pg-'))
 const log = (msg: string) => process.stderr.write(`serve-postgres.bench: ${msg}\n`)
 
@@ -59,6 +64,9 @@ async function startServe(
     XDG_DATA_HOME: join(dir, 'data'),
     XDG_STATE_HOME: join(dir, 's'),
     XDG_CONFIG_HOME: join(dir, 'c'),
+    ...(PROBE && name === 'postgres'
+      ? {NODE_OPTIONS: `--import=${join(ROOT, 'bench/helpers/serve-probe.ts')}`}
+      : {}),
   }
   const args = [
     join(ROOT, 'bin', 'dev.js'),
@@ -104,6 +112,7 @@ async function readers(
   seconds: number,
   rate?: number,
   done: () => boolean = () => false,
+  timed?: Array<[number, number]>,
 ): Promise<Rotating> {
   const agent = new Agent({connections: CONNECTIONS, pipelining: 1})
   const latencies: number[] = []
@@ -120,6 +129,7 @@ async function readers(
     await finished(res.body)
     if (res.statusCode !== 200) errors++
     latencies.push(performance.now() - from)
+    timed?.push([performance.timeOrigin + from, performance.now() - from])
   }
   if (rate === undefined) {
     const worker = async () => {
@@ -264,8 +274,15 @@ async function main(): Promise<void> {
         }
         renameSync(`${source}.next`, source)
         const started = Date.now()
-        const during = await readers(pg.url, pages, 120, r, synced)
+        const timed: Array<[number, number]> = []
+        const during = await readers(pg.url, pages, 120, r, synced, timed)
         const syncMs = Date.now() - started
+        if (PROBE)
+          process.stdout.write(
+            `\n${label}, sync ${round}: readers' requests by phase of the sync\n` +
+              attributeSlowRequests(timed, pg.stderr().slice(logged).split('\n'), 2 * idle.p99) +
+              '\n',
+          )
         const met = syncMs <= 30_000 && during.p99 <= 2 * idle.p99
         syncRows.push([
           label,

@@ -5,6 +5,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {SqliteRegistryStore} from '../../../src/lib/registry/sqlite-store.ts'
 import {encodeCursor} from '../../../src/lib/registry/cursor.ts'
+import {recordSyncPhases} from '../../helpers/sync-phases.ts'
 import {isToolgateError, ToolgateError} from '../../../src/lib/errors.ts'
 import {
   describeEachBackend,
@@ -201,6 +202,21 @@ describeEachBackend('registry store listing', (backend) => {
 })
 
 describeEachBackend('registry store sync semantics', (backend) => {
+  test('publishes the phases of a sync on the sync-phase diagnostics channel', async () => {
+    const store = await backend.open([{name: 'default', sources: ['phased']}])
+    const {phases: seen, stop} = recordSyncPhases('phased')
+    try {
+      await store.replaceSource('phased', [server('io.x/a', '1.0.0')], T0)
+      assert.deepEqual(seen, ['staging', 'applying', 'latest', 'rebuilding'])
+      // Nothing changed: no isLatest or registry work, so those phases are not announced.
+      seen.length = 0
+      await store.replaceSource('phased', [server('io.x/a', '1.0.0')], T1)
+      assert.deepEqual(seen, ['staging', 'applying'])
+    } finally {
+      stop()
+    }
+  })
+
   test('the first source listed wins for a name present in two sources, with all its versions', async () => {
     const store = await backend.open([
       {name: 'default', sources: ['first', 'second']},

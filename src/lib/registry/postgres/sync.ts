@@ -3,6 +3,7 @@ import {finished} from 'node:stream/promises'
 import type {TransactionSql} from 'postgres'
 import {ToolgateError} from '../../errors.ts'
 import {pickLatest} from '../latest.ts'
+import {syncPhase} from '../sync-phases.ts'
 import {checkRecord, prepareRecord} from '../record.ts'
 import type {ReplaceSourceOptions, ServerJson, SyncLease, SyncStats} from '../types.ts'
 import {copyRow} from './copy-text.ts'
@@ -43,8 +44,10 @@ export async function replaceSourceTx(
       'PRIMARY KEY (name, version)) ON COMMIT DROP; ' +
       'CREATE TEMP TABLE changed (name TEXT COLLATE "C" PRIMARY KEY) ON COMMIT DROP',
   )
+  syncPhase(source, 'staging')
   stats.skipped = await stage(tx, servers, options.trustOfficialMeta === true, stats)
   await tx.unsafe('ANALYZE staging')
+  syncPhase(source, 'applying')
   await tx`SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY})`
 
   const count = async (text: string, params: unknown[]) =>
@@ -99,7 +102,9 @@ export async function replaceSourceTx(
   const touched = await count('SELECT count(*) AS n FROM changed', [])
   if (touched > 0) {
     await tx.unsafe('ANALYZE changed')
+    syncPhase(source, 'latest')
     await updateLatest(tx, source)
+    syncPhase(source, 'rebuilding')
     await rebuildChanged(tx, source)
     generation = await bumpGeneration(tx)
   }

@@ -9,6 +9,7 @@ import {FilePathLoader, FileUrlLoader} from './file-source.ts'
 import type {SourceLoader} from './loader.ts'
 import {claimOrWait, keepLease} from './coordinated.ts'
 import {compileNameFilter, type NamePredicate} from './name-filter.ts'
+import {syncPhase} from '../sync-phases.ts'
 
 /**
  * Keeps every configured source loaded into the store (contract §1):
@@ -317,6 +318,7 @@ export class SourceSyncer {
     const heartbeat = lease && keepLease(this.#coordinator!, config.name, lease, this.#log)
     const started = performance.now()
     stats.lastAttemptAt = this.#now()
+    syncPhase(config.name, 'reading')
     try {
       const loaded = await loader.load(this.#abort.signal)
       if (this.#stopped) {
@@ -381,6 +383,7 @@ export class SourceSyncer {
         {cause: err, details: {source: config.name, location: loader.location}},
       )
     } finally {
+      syncPhase(config.name, 'done')
       if (heartbeat) clearInterval(heartbeat)
       const ms = performance.now() - started
       stats.lastDurationMs = ms

@@ -5,6 +5,7 @@ import {updateLatest} from './latest-flags.ts'
 import {rebuildName, rebuildRegistryInChunks} from './rebuild.ts'
 import {mergeSearchIndex} from './search.ts'
 import {stageRecords} from './stage.ts'
+import {syncPhase} from '../sync-phases.ts'
 
 // Above this many changed names a full rebuild of a registry is cheaper than per-name updates.
 const FULL_REBUILD_THRESHOLD = 2000
@@ -47,11 +48,15 @@ export async function replaceSource(
   clear()
   let skipped: number
   try {
+    syncPhase(source, 'staging')
     skipped = await stageRecords(c, servers, trust, stats)
     await c.writeTransaction(async (pause) => {
+      syncPhase(source, 'applying')
       await applyDiff(c, source, nowIso, nowMs, stats, changed, pause)
-      await updateLatest(c, source, changedNames, bulk, pause)
       if (!bulk && changedNames.size === 0) return
+      syncPhase(source, 'latest')
+      await updateLatest(c, source, changedNames, bulk, pause)
+      syncPhase(source, 'rebuilding')
       await mergeSearchIndex(c, pause)
       for (const [registry, sources] of c.registries) {
         if (!sources.includes(source)) continue

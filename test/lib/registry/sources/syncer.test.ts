@@ -11,6 +11,7 @@ import {
   type SourceSyncerOptions,
 } from '../../../../src/lib/registry/sources/syncer.ts'
 import {atomicWriteFile} from '../../../../src/lib/fs/atomic-write.ts'
+import {recordSyncPhases} from '../../../helpers/sync-phases.ts'
 import {createMemoryLogger} from '../../../../src/lib/log/logger.ts'
 import {isToolgateError} from '../../../../src/lib/errors.ts'
 import {
@@ -110,6 +111,23 @@ describe('file sources on a local path', () => {
     assert.equal(stats?.versions, 2)
     assert.equal(stats?.syncs, 1)
     assert.ok(stats?.lastSuccessAt instanceof Date)
+  })
+
+  test('announces reading … done around each sync on the sync-phase channel, a failed one too', async () => {
+    const path = join(dir, 'phases.json')
+    await writeFile(path, wrapper([srv('io.x/a')]))
+    const {syncer} = await rig([{name: 'phases', kind: 'file', path}], {watch: false})
+    const {phases: seen, stop} = recordSyncPhases('phases')
+    try {
+      await syncer.start()
+      assert.deepEqual(seen, ['reading', 'staging', 'applying', 'latest', 'rebuilding', 'done'])
+      seen.length = 0
+      await writeFile(path, 'not json')
+      assert.equal((await syncer.syncNow('phases')).failures, 1)
+      assert.deepEqual(seen, ['reading', 'done'])
+    } finally {
+      stop()
+    }
   })
 
   test('loads a plain array, resolving a relative path against baseDir', async () => {
