@@ -2,9 +2,10 @@
  * A probe loaded into a `serve` process (`NODE_OPTIONS=--import <this file>`) by
  * bench/serve-postgres.bench.ts when BENCH_PG_PROBE=1. On the main thread it writes `PROBE {json}`
  * lines to stderr, each with an epoch-ms time `t`:
- * - `phase`: a step of a source sync (the sync-phase diagnostics channel, src/lib/registry/sync-phases.ts);
+ * - `phase`: a step of a source sync (the sync-phase diagnostics channel,
+ *   src/lib/registry/sync-phases.ts), with the V8 heap in use then (`heapMb`);
  * - `stall`: the event loop ran a 2 ms timer more than 8 ms late (`ms` late, ending at `t`);
- * - `gc`: a GC pause over 4 ms (`ms` long, starting at `t`).
+ * - `gc`: a GC pause over 4 ms (`ms` long, starting at `t`; `kind` as in perf_hooks.constants).
  * The timer costs the process a little; figures taken with the probe are for attribution only.
  */
 import {subscribe} from 'node:diagnostics_channel'
@@ -20,7 +21,12 @@ if (isMainThread) {
   const write = (o: object) => process.stderr.write(`PROBE ${JSON.stringify(o)}\n`)
   subscribe(SYNC_PHASE_CHANNEL, (m) => {
     const {phase, at} = m as SyncPhaseMessage
-    write({k: 'phase', name: phase, t: at})
+    write({
+      k: 'phase',
+      name: phase,
+      t: at,
+      heapMb: Math.round(process.memoryUsage().heapUsed / 1048576),
+    })
   })
   let last = performance.now()
   setInterval(() => {
@@ -36,6 +42,8 @@ if (isMainThread) {
           k: 'gc',
           ms: Math.round(e.duration),
           t: Math.round(performance.timeOrigin + e.startTime),
+          // perf_hooks.constants: 1 minor (scavenge), 4 major, 8 incremental marking, 16 weak callbacks
+          kind: (e as PerformanceEntry & {detail?: {kind?: number}}).detail?.kind,
         })
   }).observe({entryTypes: ['gc']})
 }
