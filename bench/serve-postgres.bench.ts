@@ -256,7 +256,7 @@ async function main(): Promise<void> {
         // half-written file, and the ~2 s of generating it is not spent while readers run.
         writeSource(`${source}.next`, ++generation)
         const idle = await readers(pg.url, pages, SECONDS * 2, r)
-        const logged = pg.stderr().length
+        const logged = pg.stderrMark()
         const everyUpdated = new RegExp(`"?updated"?[:=]${VERSIONS}\\b`)
         // This sync's own line: every version updated (a re-read of unchanged data would say 0).
         // Looked for at most every 50 ms: readers ask before every request.
@@ -266,8 +266,7 @@ async function main(): Promise<void> {
           if (seen || performance.now() - lookedAt < 50) return seen
           lookedAt = performance.now()
           seen = pg
-            .stderr()
-            .slice(logged)
+            .stderrSince(logged)
             .split('\n')
             .some((l) => l.includes('registry source synced') && everyUpdated.test(l))
           return seen
@@ -280,7 +279,7 @@ async function main(): Promise<void> {
         if (PROBE)
           process.stdout.write(
             `\n${label}, sync ${round}: readers' requests by phase of the sync\n` +
-              attributeSlowRequests(timed, pg.stderr().slice(logged).split('\n'), 2 * idle.p99) +
+              attributeSlowRequests(timed, pg.stderrSince(logged).split('\n'), 2 * idle.p99) +
               '\n',
           )
         const met = syncMs <= 30_000 && during.p99 <= 2 * idle.p99

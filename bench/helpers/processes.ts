@@ -14,7 +14,12 @@ export const NODE = join(ROOT, 'node_modules', '.bin', 'node')
 export interface Proc {
   child: ChildProcess
   ready: Record<string, unknown>
+  /** What the process wrote to stderr (its last 100,000 characters once it passed 1,000,000). */
   stderr(): string
+  /** How many characters it has written to stderr so far: a mark for `stderrSince`. */
+  stderrMark(): number
+  /** What it wrote to stderr after `mark` (what is still held of it, see `stderr`). */
+  stderrSince(mark: number): string
   stop(): Promise<void>
 }
 
@@ -35,6 +40,8 @@ export function start(
   live.add(child)
   let stdout = ''
   let stderr = ''
+  // Characters dropped from the front of `stderr`, so marks stay valid after a trim.
+  let dropped = 0
   const exited = new Promise<void>((resolve) =>
     child.on('exit', () => {
       live.delete(child)
@@ -59,7 +66,10 @@ export function start(
     const timer = setTimeout(() => fail('not listening in time'), opts.timeoutMs ?? 120_000)
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
       stderr += d
-      if (stderr.length > 1_000_000) stderr = stderr.slice(-100_000)
+      if (stderr.length > 1_000_000) {
+        dropped += stderr.length - 100_000
+        stderr = stderr.slice(-100_000)
+      }
     })
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
       stdout += d
@@ -69,7 +79,14 @@ export function start(
         const ready = JSON.parse(stdout.slice(0, nl)) as Record<string, unknown>
         done = true
         clearTimeout(timer)
-        resolve({child, ready, stderr: () => stderr, stop})
+        resolve({
+          child,
+          ready,
+          stderr: () => stderr,
+          stderrMark: () => dropped + stderr.length,
+          stderrSince: (mark) => stderr.slice(Math.max(0, mark - dropped)),
+          stop,
+        })
       } catch {
         fail(`unexpected first line: ${stdout.slice(0, nl)}`)
       }
