@@ -128,8 +128,9 @@ async function readers(
     res.body.resume()
     await finished(res.body)
     if (res.statusCode !== 200) errors++
-    latencies.push(performance.now() - from)
-    timed?.push([performance.timeOrigin + from, performance.now() - from])
+    const latency = performance.now() - from
+    latencies.push(latency)
+    timed?.push([performance.timeOrigin + from, latency])
   }
   if (rate === undefined) {
     const worker = async () => {
