@@ -10,8 +10,13 @@
  * BENCH_PG_PROBE=1: the PostgreSQL replica runs with a probe (helpers/serve-probe.ts) and each
  * sync is followed by a table relating the readers' slow requests to the sync's phases and to the
  * replica's event-loop stalls and GC pauses (the probe's timer costs a little: attribution only).
+ * BENCH_PG_READERS=open|saturated: only that kind of readers during the re-syncs (default both).
+ * BENCH_PG_NODE_FLAGS: Node.js flags for the PostgreSQL replica (space-separated; experiments).
+ * BENCH_PG_DB_CPUS, BENCH_PG_SERVE_CPUS: CPU lists (taskset -c) the database's processes and the
+ * PostgreSQL replica are pinned to.
  */
-import {mkdtempSync, renameSync, rmSync, writeFileSync} from 'node:fs'
+import {execFileSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {finished} from 'node:stream/promises'
 import {join} from 'node:path'
@@ -20,7 +25,7 @@ import {syntheticServers, wrap} from '../scripts/registry-data/generate.ts'
 import {startPgCluster, type PgCluster} from '../test/helpers/postgres.ts'
 import {load} from './helpers/load.ts'
 import {attributeSlowRequests} from './helpers/sync-attribution.ts'
-import {ROOT, start, waitFor200, type Proc} from './helpers/processes.ts'
+import {NODE, ROOT, start, waitFor200, type Proc} from './helpers/processes.ts'
 import {fmt, table} from './helpers/table.ts'
 
 const VERSIONS = Number(process.env.BENCH_PG_VERSIONS ?? 100_000)
@@ -30,6 +35,10 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
 const SYNC_ROUNDS = Math.max(1, Number(process.env.BENCH_PG_SYNC_ROUNDS ?? 3))
 const CONNECTIONS = 64
 const PROBE = process.env.BENCH_PG_PROBE === '1'
+const READERS = process.env.BENCH_PG_READERS ?? 'both'
+const DB_CPUS = process.env.BENCH_PG_DB_CPUS
+const SERVE_CPUS = process.env.BENCH_PG_SERVE_CPUS
+const NODE_FLAGS = (process.env.BENCH_PG_NODE_FLAGS ?? '').split(' ').filter(Boolean)
 const work = mkdtempSync(join(tmpdir(), 'toolgate-bench-pg-'))
 const log = (msg: string) => process.stderr.write(`serve-postgres.bench: ${msg}\n`)
 
@@ -38,6 +47,17 @@ function writeSource(path: string, generation: number): void {
   if (generation > 1)
     for (const s of servers) s.description = `${s.description ?? ''} (g${generation})`
   writeFileSync(path, JSON.stringify(wrap(servers as never[], '2025-11-01T00:00:00Z')))
+}
+
+/** The postmaster and its processes to `cpus`; backends forked later inherit it. */
+function pinDatabase(cluster: PgCluster, cpus: string): void {
+  const postmaster = readFileSync(join(cluster.dir, 'data', 'postmaster.pid'), 'utf8').split(
+    '\n',
+  )[0]!
+  const children = execFileSync('pgrep', ['-P', postmaster]).toString().split('\n').filter(Boolean)
+  for (const pid of [postmaster, ...children])
+    execFileSync('taskset', ['-a', '-p', '-c', cpus, pid], {stdio: 'ignore'})
+  log(`database pinned to CPUs ${cpus} (${children.length + 1} processes)`)
 }
 
 async function startServe(
@@ -69,6 +89,7 @@ async function startServe(
       : {}),
   }
   const args = [
+    ...(name === 'postgres' ? NODE_FLAGS : []),
     join(ROOT, 'bin', 'dev.js'),
     'serve',
     '--config',
@@ -79,7 +100,12 @@ async function startServe(
     '127.0.0.1:0',
     '--json',
   ]
-  const proc = await start(args, {env, timeoutMs: 300_000})
+  const pinned = name === 'postgres' && SERVE_CPUS !== undefined
+  const proc = await start(pinned ? ['-c', SERVE_CPUS, NODE, ...args] : args, {
+    env,
+    timeoutMs: 300_000,
+    ...(pinned ? {command: 'taskset'} : {}),
+  })
   const internalUrl = String(proc.ready.internalUrl)
   await waitFor200(`${internalUrl}/readiness`, 300_000)
   return {...proc, url: String(proc.ready.url), internalUrl}
@@ -172,6 +198,7 @@ async function main(): Promise<void> {
     const source = join(work, 'registry.json')
     writeSource(source, 1)
     cluster = await startPgCluster()
+    if (DB_CPUS) pinDatabase(cluster, DB_CPUS)
     const dbUrl = await cluster.createDatabase('bench')
     log(`${VERSIONS} versions; starting serve on SQLite and on PostgreSQL`)
     const t0 = Date.now()
@@ -251,6 +278,7 @@ async function main(): Promise<void> {
       [`${rate} req/s (open loop)`, rate],
       [`${CONNECTIONS} connections (saturated)`, undefined],
     ] as const) {
+      if (READERS !== 'both' && (r === undefined) !== (READERS === 'saturated')) continue
       const rounds: Array<{syncMs: number; ratio: number; errors: number}> = []
       for (let round = 1; round <= SYNC_ROUNDS; round++) {
         // The next generation is written aside first and renamed in: the file watcher never sees a

@@ -6,7 +6,8 @@ import {channel} from 'node:diagnostics_channel'
  * readers' slow requests to the phase they fell in). Publishing costs nothing while nobody
  * subscribes. Each message: `{source, phase, at}` (`at`: epoch ms).
  * - `reading`: the source is fetched or read and checked (a file: the scan in its worker);
- * - `staging`: records parsed, validated and written to the store's staging table;
+ * - `staging`: records parsed, validated and written to the store's staging table (`worker: true`
+ *   when the PostgreSQL store prepares them in a worker thread);
  * - `applying`: the difference written (removed, changed, added versions);
  * - `latest`: isLatest recomputed for the changed names;
  * - `rebuilding`: the registries fed by the source re-materialised (and committed);
@@ -20,11 +21,16 @@ export interface SyncPhaseMessage {
   source: string
   phase: SyncPhase
   at: number
+  worker?: boolean
 }
 
 const phases = channel(SYNC_PHASE_CHANNEL)
 
-export function syncPhase(source: string, phase: SyncPhase): void {
+export function syncPhase(
+  source: string,
+  phase: SyncPhase,
+  detail: Pick<SyncPhaseMessage, 'worker'> = {},
+): void {
   if (phases.hasSubscribers)
-    phases.publish({source, phase, at: Date.now()} satisfies SyncPhaseMessage)
+    phases.publish({source, phase, at: Date.now(), ...detail} satisfies SyncPhaseMessage)
 }

@@ -1,13 +1,13 @@
 import {once} from 'node:events'
+import type {Writable} from 'node:stream'
 import {finished} from 'node:stream/promises'
 import type {TransactionSql} from 'postgres'
 import {ToolgateError} from '../../errors.ts'
 import {pickLatest} from '../latest.ts'
 import {syncPhase} from '../sync-phases.ts'
-import {checkRecord, prepareRecord} from '../record.ts'
 import type {ReplaceSourceOptions, ServerJson, SyncLease, SyncStats} from '../types.ts'
-import {copyRow} from './copy-text.ts'
-import {withoutNul} from './reads.ts'
+import {stageInWorker, workerStaging, type WorkerStaging} from './stage-worker.ts'
+import {stagingChunks} from './staging-rows.ts'
 
 /** Names per isLatest round trip. */
 const BATCH = 1000
@@ -44,8 +44,9 @@ export async function replaceSourceTx(
       'PRIMARY KEY (name, version)) ON COMMIT DROP; ' +
       'CREATE TEMP TABLE changed (name TEXT COLLATE "C" PRIMARY KEY) ON COMMIT DROP',
   )
-  syncPhase(source, 'staging')
-  stats.skipped = await stage(tx, servers, options.trustOfficialMeta === true, stats)
+  const inWorker = workerStaging(servers)
+  syncPhase(source, 'staging', {worker: inWorker !== undefined})
+  stats.skipped = await stage(tx, servers, inWorker, options.trustOfficialMeta === true, stats)
   await tx.unsafe('ANALYZE staging')
   syncPhase(source, 'applying')
   await tx`SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY})`
@@ -134,78 +135,54 @@ export function nextSliceMs(othersMs: number): number {
   return Math.min(COPY_SLICE_MAX_MS, Math.max(COPY_SLICE_MS, othersMs / 2))
 }
 
+/** Writes the staging rows from the event loop, a slice at a time; returns how many were skipped. */
+async function stageHere(
+  copy: Writable,
+  servers: Iterable<ServerJson>,
+  trust: boolean,
+): Promise<number> {
+  const counts = {skipped: 0}
+  let sliceStart = performance.now()
+  let sliceMs = COPY_SLICE_MS
+  const cut = (rows: number) => rows >= COPY_CHUNK || performance.now() - sliceStart >= sliceMs
+  for (const chunk of stagingChunks(servers, trust, counts, cut)) {
+    if (copy.errored) throw copy.errored
+    if (!copy.write(chunk)) await once(copy, 'drain')
+    // The socket's write callbacks run as process.nextTick: without this turn of the event
+    // loop, the whole COPY ran before any reader was answered (a ~2 s stall at 100,000). What the
+    // turn spent on everything else (readers) sizes the next slice; a wait for the COPY stream to
+    // drain is not counted: that is the database being slow, not readers.
+    const turn = performance.now()
+    await new Promise((resolve) => setImmediate(resolve))
+    sliceMs = nextSliceMs(performance.now() - turn)
+    sliceStart = performance.now()
+  }
+  return counts.skipped
+}
+
 /**
  * Stages the records with one COPY (first occurrence of a name+version wins; the later ones are
  * skipped here, as the staging key would refuse them); returns how many were skipped. COPY streams
  * while PostgreSQL inserts, so preparing records here and inserting them there overlap: 100,000
- * versions stage in ~2 s, against ~7 s with the batched INSERTs of unnest() arrays before.
+ * versions stage in ~2 s, against ~7 s with the batched INSERTs of unnest() arrays before. A large
+ * local file's records are prepared in a worker thread (./stage-worker.ts), others on the event
+ * loop in slices.
  */
 async function stage(
   tx: TransactionSql,
   servers: Iterable<ServerJson>,
+  inWorker: WorkerStaging | undefined,
   trust: boolean,
   stats: SyncStats,
 ): Promise<number> {
-  let skipped = 0
-  const seen = new Set<string>()
-  // What the event loop spent on everything else (readers) in the turn before this slice; a wait
-  // for the COPY stream to drain is not counted: that is the database being slow, not readers.
-  let othersMs = 0
-  function* chunks(): Generator<string> {
-    let rows: string[] = []
-    let sliceStart = performance.now()
-    let sliceMs = COPY_SLICE_MS
-    for (const server of servers) {
-      if (checkRecord(server) !== undefined) {
-        skipped++
-        continue
-      }
-      const rec = prepareRecord(server, trust)
-      // Names and versions hold no control characters (record.ts), so NUL separates them; lone
-      // surrogates become U+FFFD as in the UTF-8 the server receives, where they would collide.
-      const key = `${rec.name.toWellFormed()}\0${rec.version.toWellFormed()}`
-      if (seen.has(key)) {
-        skipped++
-        continue
-      }
-      seen.add(key)
-      const up = rec.official
-      rows.push(
-        copyRow([
-          rec.name,
-          rec.version,
-          rec.json,
-          rec.hash,
-          withoutNul(rec.searchText),
-          up?.status ?? null,
-          up?.publishedAt ?? null,
-          up?.updatedAt ?? null,
-          up?.updatedAt ? Date.parse(up.updatedAt) : null,
-          up?.isLatest ?? null,
-        ]),
-      )
-      if (rows.length >= COPY_CHUNK || performance.now() - sliceStart >= sliceMs) {
-        yield rows.join('')
-        rows = []
-        sliceStart = performance.now()
-        sliceMs = nextSliceMs(othersMs)
-      }
-    }
-    if (rows.length > 0) yield rows.join('')
-  }
+  let skipped: number
   const copy = await tx.unsafe(`COPY staging (${STAGING_COLUMNS}) FROM STDIN`).writable()
   const ended = finished(copy)
   ended.catch(() => undefined) // awaited below; an earlier throw must not leave it unhandled
   try {
-    for (const chunk of chunks()) {
-      if (copy.errored) throw copy.errored
-      if (!copy.write(chunk)) await once(copy, 'drain')
-      // The socket's write callbacks run as process.nextTick: without this turn of the event
-      // loop, the whole COPY ran before any reader was answered (a ~2 s stall at 100,000).
-      const turn = performance.now()
-      await new Promise((resolve) => setImmediate(resolve))
-      othersMs = performance.now() - turn
-    }
+    skipped = inWorker
+      ? await stageInWorker(copy, inWorker, trust)
+      : await stageHere(copy, servers, trust)
   } catch (err) {
     copy.destroy(err as Error)
     throw err

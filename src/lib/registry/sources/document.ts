@@ -33,6 +33,16 @@ export interface ParsedDocument {
 
 const SHAPE_HINT = 'expected a JSON array of server.json or {"data":{"servers":[…]}}'
 
+/** Where a local file's records lie: enough to read the same records again in another thread. */
+export interface FileRecords {
+  path: string
+  /** The file as scanned: a rewrite since then fails the load. */
+  stat: Pick<Stats, 'ino' | 'size' | 'mtimeMs'>
+  /** (start, end) byte offsets of every element, in file order. */
+  ranges: Float64Array
+  windowBytes: number
+}
+
 /**
  * Records parsed lazily from JSON texts, validated one by one while iterated. `invalid` fills up
  * during iteration. Iterate once.
@@ -40,6 +50,8 @@ const SHAPE_HINT = 'expected a JSON array of server.json or {"data":{"servers":[
 export class RecordStream implements Iterable<ServerJson> {
   readonly invalid: InvalidRecord[] = []
   readonly size: number
+  /** Set for a local file's records (see off-thread.ts). */
+  readonly file: FileRecords | undefined
   #texts: () => Iterable<string>
   #listEntries: boolean
   #afterParse: ((record: unknown, raw: unknown) => void) | undefined
@@ -47,9 +59,14 @@ export class RecordStream implements Iterable<ServerJson> {
   constructor(
     size: number,
     texts: () => Iterable<string>,
-    options: {listEntries?: boolean; afterParse?: (record: unknown, raw: unknown) => void} = {},
+    options: {
+      listEntries?: boolean
+      afterParse?: (record: unknown, raw: unknown) => void
+      file?: FileRecords
+    } = {},
   ) {
     this.size = size
+    this.file = options.file
     this.#texts = texts
     this.#listEntries = options.listEntries ?? false
     this.#afterParse = options.afterParse
@@ -113,7 +130,7 @@ function elementRanges(scan: () => ScanResult, where: string): Array<[number, nu
  */
 export function streamRegistryFile(path: string, windowBytes = FILE_WINDOW_BYTES): RecordStream {
   const {stat, ranges} = scanRegistryFile(path, windowBytes)
-  return recordsOfFile(path, stat, flatRanges(ranges), windowBytes)
+  return recordsOfFile({path, stat, ranges: flatRanges(ranges), windowBytes})
 }
 
 /** The validating scan of a registry file: its identity (to detect a rewrite) and element ranges. */
@@ -179,7 +196,7 @@ export async function streamRegistryFileAsync(
     // An errno error (ENOENT, EISDIR): the loader reports it as "cannot read (<code>)".
     throw Object.assign(new Error(message), {code})
   }
-  return recordsOfFile(path, result.stat!, result.flat!, windowBytes)
+  return recordsOfFile({path, stat: result.stat!, ranges: result.flat!, windowBytes})
 }
 
 /**
@@ -197,13 +214,10 @@ export function flatRanges(ranges: Array<[number, number]>): Float64Array {
   return flat
 }
 
-function recordsOfFile(
-  path: string,
-  stat: Pick<Stats, 'ino' | 'size' | 'mtimeMs'>,
-  ranges: Float64Array,
-  windowBytes: number,
-): RecordStream {
-  return new RecordStream(ranges.length / 2, function* () {
+/** The records of a scanned file, each read back from the file when consumed. */
+export function recordsOfFile(file: FileRecords): RecordStream {
+  const {path, stat, ranges, windowBytes} = file
+  const texts = function* () {
     const again = openSync(path, 'r')
     try {
       const now = fstatSync(again)
@@ -236,7 +250,8 @@ function recordsOfFile(
     } finally {
       closeSync(again)
     }
-  })
+  }
+  return new RecordStream(ranges.length / 2, texts, {file})
 }
 
 /** Eager form of `streamRegistryDocument` (small documents, tests). */

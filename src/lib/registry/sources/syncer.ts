@@ -9,6 +9,7 @@ import {FilePathLoader, FileUrlLoader} from './file-source.ts'
 import type {SourceLoader} from './loader.ts'
 import {claimOrWait, keepLease} from './coordinated.ts'
 import {compileNameFilter, type NamePredicate} from './name-filter.ts'
+import {FilteredRecords} from './off-thread.ts'
 import {syncPhase} from '../sync-phases.ts'
 
 /**
@@ -326,15 +327,7 @@ export class SourceSyncer {
         return
       }
       const {records} = loaded
-      let filteredOut = 0
-      const filter = state.filter
-      // Lazy: records are parsed, validated and filtered one by one as the store consumes them.
-      const kept = (function* () {
-        for (const s of records) {
-          if (filter(s.name)) yield s
-          else filteredOut++
-        }
-      })()
+      const kept = new FilteredRecords(records, config.filter?.names, state.filter)
       const result = await this.#store.replaceSource(config.name, kept, this.#now(), {
         trustOfficialMeta: loaded.trustOfficialMeta,
         ...(lease ? {lease} : {}),
@@ -358,7 +351,7 @@ export class SourceSyncer {
         lastError: undefined,
         versions: result.versions,
         invalidRecords: invalid,
-        filteredOut,
+        filteredOut: kept.filteredOut,
       })
       stats.syncs++
       this.#log.info('registry source synced', {

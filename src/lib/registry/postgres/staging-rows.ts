@@ -1,0 +1,56 @@
+import {checkRecord, prepareRecord} from '../record.ts'
+import type {ServerJson} from '../types.ts'
+import {copyRow} from './copy-text.ts'
+import {withoutNul} from './reads.ts'
+
+/**
+ * The rows of the `staging` table in COPY text, in chunks: each record prepared (parse, hash,
+ * search text) and the first occurrence of a name+version kept, the later ones counted in
+ * `counts.skipped` (the staging key would refuse them). `cut(rows)` is asked after each row
+ * whether the chunk ends there. The same code runs on the event loop (in slices, see sync.ts)
+ * and in the staging worker (./stage-worker.ts).
+ */
+export function* stagingChunks(
+  servers: Iterable<ServerJson>,
+  trust: boolean,
+  counts: {skipped: number},
+  cut: (rows: number) => boolean,
+): Generator<string> {
+  const seen = new Set<string>()
+  let rows: string[] = []
+  for (const server of servers) {
+    if (checkRecord(server) !== undefined) {
+      counts.skipped++
+      continue
+    }
+    const rec = prepareRecord(server, trust)
+    // Names and versions hold no control characters (record.ts), so NUL separates them; lone
+    // surrogates become U+FFFD as in the UTF-8 the server receives, where they would collide.
+    const key = `${rec.name.toWellFormed()}\0${rec.version.toWellFormed()}`
+    if (seen.has(key)) {
+      counts.skipped++
+      continue
+    }
+    seen.add(key)
+    const up = rec.official
+    rows.push(
+      copyRow([
+        rec.name,
+        rec.version,
+        rec.json,
+        rec.hash,
+        withoutNul(rec.searchText),
+        up?.status ?? null,
+        up?.publishedAt ?? null,
+        up?.updatedAt ?? null,
+        up?.updatedAt ? Date.parse(up.updatedAt) : null,
+        up?.isLatest ?? null,
+      ]),
+    )
+    if (cut(rows.length)) {
+      yield rows.join('')
+      rows = []
+    }
+  }
+  if (rows.length > 0) yield rows.join('')
+}

@@ -1,0 +1,226 @@
+import {test, describe, before, after} from 'node:test'
+import assert from 'node:assert/strict'
+import {subscribe, unsubscribe} from 'node:diagnostics_channel'
+import {appendFileSync, statSync} from 'node:fs'
+import {mkdtemp, rm, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {PostgresRegistryStore} from '../../../src/lib/registry/postgres-store.ts'
+import {WORKER_STAGING_BYTES} from '../../../src/lib/registry/postgres/stage-worker.ts'
+import {SqliteRegistryStore} from '../../../src/lib/registry/sqlite-store.ts'
+import {SourceSyncer} from '../../../src/lib/registry/sources/syncer.ts'
+import {SYNC_PHASE_CHANNEL, type SyncPhaseMessage} from '../../../src/lib/registry/sync-phases.ts'
+import type {RegistryStore, SourceConfig} from '../../../src/lib/registry/types.ts'
+import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
+import {postgresMissing} from '../../helpers/postgres.ts'
+import {pgCluster, pgDatabase, stopStoreBackends} from '../../helpers/store-backends.ts'
+
+/**
+ * A large local file's records are prepared for PostgreSQL in a worker thread
+ * (src/lib/registry/postgres/stage-worker.ts): the same answers as on the event loop (checked
+ * against the SQLite store fed the same file), the same counts of invalid, duplicate and
+ * filtered records, and the same failures. Real files, a real database, a real worker.
+ */
+after(() => stopStoreBackends())
+const T0 = new Date('2025-01-01T00:00:00.000Z')
+
+// Over WORKER_STAGING_BYTES: ~1.2 KB per record. Descriptions carry what COPY text must escape
+// (tab, newline, backslash), non-ASCII text and a lone surrogate.
+function bigRecords(generation: number): unknown[] {
+  const pad = 'x'.repeat(1_100)
+  const records: unknown[] = []
+  for (let i = 0; i < 4_000; i++) {
+    const name = `io.big/s-${String(i).padStart(4, '0')}`
+    records.push({
+      name,
+      version: `1.${i % 3}.${generation}`,
+      description: `g${generation}\t#${i}\nback\\slash é 𝄞 ${i % 97 === 0 ? '\ud800' : ''}${pad}`,
+    })
+  }
+  records.splice(10, 0, {name: 'not a name', version: '1.0.0'}) // invalid: index 10
+  records.splice(20, 0, {...(records[30] as object)}) // a duplicate of a later name+version
+  records.push({name: 'io.big/internal-x', version: '1.0.0'}) // filtered out
+  return records
+}
+
+const wrapper = (servers: unknown[]) =>
+  JSON.stringify({version: '1', meta: {last_updated: '2025-01-01T00:00:00Z'}, data: {servers}})
+
+interface Rig {
+  store: RegistryStore & {listServers: SqliteRegistryStore['listServers']}
+  syncer: SourceSyncer
+  logger: ReturnType<typeof createMemoryLogger>
+}
+
+async function rig(
+  store: Rig['store'],
+  source: SourceConfig,
+  cleanup: Array<() => Promise<void>>,
+): Promise<Rig> {
+  await store.init()
+  await store.setRegistries([{name: 'default', sources: [source.name]}])
+  const logger = createMemoryLogger()
+  const syncer = new SourceSyncer({store, sources: [source], logger, watch: false, now: () => T0})
+  cleanup.push(async () => {
+    await syncer.stop()
+    await store.close()
+  })
+  return {store, syncer, logger}
+}
+
+/** Every entry of the registry, page by page, as `name@version <entry JSON>`. */
+async function everything(store: Rig['store']): Promise<string[]> {
+  const out: string[] = []
+  let cursor: string | undefined
+  do {
+    const page = await store.listServers('default', {limit: 100, ...(cursor ? {cursor} : {})})
+    for (const e of page.servers)
+      out.push(`${e.server.name}@${e.server.version} ${JSON.stringify(e)}`)
+    cursor = page.nextCursor
+  } while (cursor)
+  return out
+}
+
+function recordPhases(source: string): {seen: SyncPhaseMessage[]; stop(): void} {
+  const seen: SyncPhaseMessage[] = []
+  const listener = (m: unknown) => {
+    if ((m as SyncPhaseMessage).source === source) seen.push(m as SyncPhaseMessage)
+  }
+  subscribe(SYNC_PHASE_CHANNEL, listener)
+  return {seen, stop: () => void unsubscribe(SYNC_PHASE_CHANNEL, listener)}
+}
+
+describe('PostgreSQL staging in a worker thread', {skip: postgresMissing}, () => {
+  let dir: string
+  const cleanup: Array<() => Promise<void>> = []
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'toolgate-stage-worker-'))
+  })
+  after(async () => {
+    for (const c of cleanup) await c()
+    await rm(dir, {recursive: true, force: true})
+  })
+
+  const source = (path: string): SourceConfig => ({
+    name: 'big',
+    kind: 'file',
+    path,
+    filter: {names: {exclude: ['*/internal-*']}},
+  })
+
+  test('stages a large file in a worker with the answers and counts of the event loop', async () => {
+    const path = join(dir, 'big.json')
+    await writeFile(path, wrapper(bigRecords(1)))
+    assert.ok(statSync(path).size >= WORKER_STAGING_BYTES, 'the file is large enough')
+    const pg = await rig(
+      new PostgresRegistryStore({connection: {url: await pgDatabase()}}),
+      source(path),
+      cleanup,
+    )
+    const lite = await rig(new SqliteRegistryStore({path: ':memory:'}), source(path), cleanup)
+    const phases = recordPhases('big')
+    try {
+      await pg.syncer.start()
+    } finally {
+      phases.stop()
+    }
+    assert.deepEqual(
+      phases.seen.filter((m) => m.phase === 'staging').map((m) => m.worker),
+      [true],
+    )
+    await lite.syncer.start()
+    const [pgStats] = pg.syncer.stats()
+    const [liteStats] = lite.syncer.stats()
+    assert.equal(pgStats?.versions, 4_000)
+    // The invalid record and the duplicate; the filtered name is counted apart.
+    assert.equal(pgStats?.invalidRecords, 2)
+    assert.equal(pgStats?.filteredOut, 1)
+    assert.deepEqual(
+      [pgStats?.versions, pgStats?.invalidRecords, pgStats?.filteredOut],
+      [liteStats?.versions, liteStats?.invalidRecords, liteStats?.filteredOut],
+    )
+    const warning = pg.logger.lines.find((l) => l.includes('registry record skipped'))
+    assert.match(warning ?? '', /index=10 .*field=name/)
+    const [pgAll, liteAll] = [await everything(pg.store), await everything(lite.store)]
+    assert.equal(pgAll.length, 4_000)
+    assert.deepEqual(pgAll, liteAll)
+    // JSON text keeps a lone surrogate as an escape: its backslash went through COPY's escaping.
+    assert.ok(pgAll.some((l) => l.includes('\\ud800')))
+
+    // A re-sync of every version goes the same way, and replaces the data.
+    await writeFile(path, wrapper(bigRecords(2)))
+    const again = await pg.syncer.syncNow('big')
+    assert.equal(again.lastError, undefined)
+    await lite.syncer.syncNow('big')
+    const after = await everything(pg.store)
+    assert.ok(after.every((l) => l.includes('g2')))
+    assert.deepEqual(after, await everything(lite.store))
+  })
+
+  test('a file rewritten between its scan and its staging fails the sync and keeps the last data', async () => {
+    const path = join(dir, 'rewritten.json')
+    await writeFile(path, wrapper(bigRecords(1)))
+    const pg = await rig(
+      new PostgresRegistryStore({connection: {url: await pgDatabase()}}),
+      source(path),
+      cleanup,
+    )
+    await pg.syncer.start()
+    const before = await everything(pg.store)
+    await writeFile(path, wrapper(bigRecords(2)))
+    // Published on the event loop just before the worker starts reading the file again.
+    const grow = (m: unknown) => {
+      const msg = m as SyncPhaseMessage
+      if (msg.source === 'big' && msg.phase === 'staging') appendFileSync(path, '\n')
+    }
+    subscribe(SYNC_PHASE_CHANNEL, grow)
+    let stats
+    try {
+      stats = await pg.syncer.syncNow('big')
+    } finally {
+      unsubscribe(SYNC_PHASE_CHANNEL, grow)
+    }
+    assert.equal(stats.failures, 1)
+    assert.match(stats.lastError ?? '', /rewritten\.json: changed while being loaded/)
+    assert.deepEqual(await everything(pg.store), before)
+    // The next sync of the settled file goes through.
+    assert.equal((await pg.syncer.syncNow('big')).lastError, undefined)
+    assert.ok((await everything(pg.store)).every((l) => l.includes('g2')))
+  })
+
+  test('a COPY the database refuses stops the worker and fails the sync; the next one works', async () => {
+    const url = await pgDatabase()
+    const cluster = await pgCluster()
+    const db = new URL(url).pathname.slice(1)
+    const path = join(dir, 'refused.json')
+    await writeFile(path, wrapper(bigRecords(1)))
+    const pg = await rig(new PostgresRegistryStore({connection: {url}}), source(path), cleanup)
+    await pg.syncer.start()
+    // From now on every staging table refuses one record of the middle of the file.
+    await cluster.psql(
+      `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN IF NEW.name = 'io.big/s-2000' THEN RAISE EXCEPTION 'refused row'; END IF;
+       RETURN NEW; END $$;
+       CREATE FUNCTION add_refuse() RETURNS event_trigger LANGUAGE plpgsql AS $$
+       DECLARE r record; BEGIN
+         FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() LOOP
+           IF r.object_type = 'table' AND r.object_identity LIKE '%.staging' THEN
+             EXECUTE 'CREATE TRIGGER refuse BEFORE INSERT ON ' || r.object_identity ||
+               ' FOR EACH ROW EXECUTE FUNCTION refuse()';
+           END IF;
+         END LOOP; END $$;
+       CREATE EVENT TRIGGER add_refuse ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
+         EXECUTE FUNCTION add_refuse();`,
+      db,
+    )
+    await writeFile(path, wrapper(bigRecords(2)))
+    const failed = await pg.syncer.syncNow('big')
+    assert.equal(failed.failures, 1)
+    // Refused while the rows stream in (the server's error) or after their end (sync.ts says so).
+    assert.match(failed.lastError ?? '', /\(P0001\): refused row|refused the staged records/)
+    assert.ok((await everything(pg.store)).every((l) => l.includes('g1')))
+    await cluster.psql('DROP EVENT TRIGGER add_refuse', db)
+    assert.equal((await pg.syncer.syncNow('big')).lastError, undefined)
+    assert.ok((await everything(pg.store)).every((l) => l.includes('g2')))
+  })
+})
