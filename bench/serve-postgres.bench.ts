@@ -12,12 +12,15 @@
  * replica's event-loop stalls and GC pauses (the probe's timer costs a little: attribution only).
  * BENCH_PG_READERS=open|saturated: only that kind of readers during the re-syncs (default both).
  * BENCH_PG_NODE_FLAGS: Node.js flags for the PostgreSQL replica (space-separated; experiments).
- * BENCH_PG_DB_CPUS, BENCH_PG_SERVE_CPUS: CPU lists (taskset -c) the database's processes and the
- * PostgreSQL replica are pinned to.
+ * Each kind of readers runs in two topologies: "shared cores" (the database, the replica and the
+ * load generator float over both cores: the sync's database work takes CPU the replica had while
+ * idle) and "database on its own core" (the database pinned to one core and the replica to the
+ * other, with taskset, for the idle and the sync alike: as in a scale-out deployment, where the
+ * database is a server of its own). BENCH_PG_TOPOLOGY=shared|split runs only one of them.
  */
 import {execFileSync} from 'node:child_process'
 import {mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {availableParallelism, tmpdir} from 'node:os'
 import {finished} from 'node:stream/promises'
 import {join} from 'node:path'
 import {Agent, request} from 'undici'
@@ -25,7 +28,7 @@ import {syntheticServers, wrap} from '../scripts/registry-data/generate.ts'
 import {startPgCluster, type PgCluster} from '../test/helpers/postgres.ts'
 import {load} from './helpers/load.ts'
 import {attributeSlowRequests} from './helpers/sync-attribution.ts'
-import {NODE, ROOT, start, waitFor200, type Proc} from './helpers/processes.ts'
+import {ROOT, start, waitFor200, type Proc} from './helpers/processes.ts'
 import {fmt, table} from './helpers/table.ts'
 
 const VERSIONS = Number(process.env.BENCH_PG_VERSIONS ?? 100_000)
@@ -36,8 +39,8 @@ const SYNC_ROUNDS = Math.max(1, Number(process.env.BENCH_PG_SYNC_ROUNDS ?? 3))
 const CONNECTIONS = 64
 const PROBE = process.env.BENCH_PG_PROBE === '1'
 const READERS = process.env.BENCH_PG_READERS ?? 'both'
-const DB_CPUS = process.env.BENCH_PG_DB_CPUS
-const SERVE_CPUS = process.env.BENCH_PG_SERVE_CPUS
+const TOPOLOGY = process.env.BENCH_PG_TOPOLOGY ?? 'both'
+const ALL_CPUS = `0-${availableParallelism() - 1}`
 const NODE_FLAGS = (process.env.BENCH_PG_NODE_FLAGS ?? '').split(' ').filter(Boolean)
 const work = mkdtempSync(join(tmpdir(), 'toolgate-bench-pg-'))
 const log = (msg: string) => process.stderr.write(`serve-postgres.bench: ${msg}\n`)
@@ -49,15 +52,22 @@ function writeSource(path: string, generation: number): void {
   writeFileSync(path, JSON.stringify(wrap(servers as never[], '2025-11-01T00:00:00Z')))
 }
 
-/** The postmaster and its processes to `cpus`; backends forked later inherit it. */
-function pinDatabase(cluster: PgCluster, cpus: string): void {
+/** Every thread of `pid` to `cpus` (threads started later inherit it). */
+function pin(pid: number | string, cpus: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], {stdio: 'ignore'})
+}
+
+/**
+ * The database's processes (backends forked later inherit the postmaster's CPUs) and the replica
+ * to CPUs of their own, or back to every CPU.
+ */
+function placeProcesses(cluster: PgCluster, replica: Proc, split: boolean): void {
   const postmaster = readFileSync(join(cluster.dir, 'data', 'postmaster.pid'), 'utf8').split(
     '\n',
   )[0]!
   const children = execFileSync('pgrep', ['-P', postmaster]).toString().split('\n').filter(Boolean)
-  for (const pid of [postmaster, ...children])
-    execFileSync('taskset', ['-a', '-p', '-c', cpus, pid], {stdio: 'ignore'})
-  log(`database pinned to CPUs ${cpus} (${children.length + 1} processes)`)
+  for (const pid of [postmaster, ...children]) pin(pid, split ? '1' : ALL_CPUS)
+  pin(replica.child.pid!, split ? '0' : ALL_CPUS)
 }
 
 async function startServe(
@@ -100,12 +110,7 @@ async function startServe(
     '127.0.0.1:0',
     '--json',
   ]
-  const pinned = name === 'postgres' && SERVE_CPUS !== undefined
-  const proc = await start(pinned ? ['-c', SERVE_CPUS, NODE, ...args] : args, {
-    env,
-    timeoutMs: 300_000,
-    ...(pinned ? {command: 'taskset'} : {}),
-  })
+  const proc = await start(args, {env, timeoutMs: 300_000})
   const internalUrl = String(proc.ready.internalUrl)
   await waitFor200(`${internalUrl}/readiness`, 300_000)
   return {...proc, url: String(proc.ready.url), internalUrl}
@@ -198,7 +203,6 @@ async function main(): Promise<void> {
     const source = join(work, 'registry.json')
     writeSource(source, 1)
     cluster = await startPgCluster()
-    if (DB_CPUS) pinDatabase(cluster, DB_CPUS)
     const dbUrl = await cluster.createDatabase('bench')
     log(`${VERSIONS} versions; starting serve on SQLite and on PostgreSQL`)
     const t0 = Date.now()
@@ -274,11 +278,19 @@ async function main(): Promise<void> {
     const rate = Math.round(results.postgres!['deep cursors (rotating)']!.rps / 4)
     const syncRows: (string | number)[][] = []
     let generation = 1
-    for (const [label, r] of [
-      [`${rate} req/s (open loop)`, rate],
-      [`${CONNECTIONS} connections (saturated)`, undefined],
-    ] as const) {
+    const runs = (['shared', 'split'] as const).flatMap((topology) =>
+      (
+        [
+          [`${rate} req/s (open loop)`, rate],
+          [`${CONNECTIONS} connections (saturated)`, undefined],
+        ] as const
+      ).map(([readersLabel, r]) => ({topology, readersLabel, r})),
+    )
+    for (const {topology, readersLabel, r} of runs) {
       if (READERS !== 'both' && (r === undefined) !== (READERS === 'saturated')) continue
+      if (TOPOLOGY !== 'both' && TOPOLOGY !== topology) continue
+      placeProcesses(cluster, pg, topology === 'split')
+      const label = `${readersLabel}, ${topology === 'split' ? 'database on its own core' : 'shared cores'}`
       const rounds: Array<{syncMs: number; ratio: number; errors: number}> = []
       for (let round = 1; round <= SYNC_ROUNDS; round++) {
         // The next generation is written aside first and renamed in: the file watcher never sees a

@@ -1,7 +1,7 @@
 import {test, describe, before, after} from 'node:test'
 import assert from 'node:assert/strict'
 import {subscribe, unsubscribe} from 'node:diagnostics_channel'
-import {appendFileSync, statSync} from 'node:fs'
+import {appendFileSync, readdirSync, readFileSync, statSync} from 'node:fs'
 import {mkdtemp, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -81,6 +81,20 @@ async function everything(store: Rig['store']): Promise<string[]> {
   return out
 }
 
+/** The nice value of every thread of this process (Linux; empty elsewhere). */
+function threadNices(): number[] {
+  if (process.platform !== 'linux') return []
+  return readdirSync('/proc/self/task').flatMap((tid) => {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+      // Fields after the command name (which may hold spaces): state is field 3, nice field 19.
+      return [Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])]
+    } catch {
+      return [] // the thread ended meanwhile
+    }
+  })
+}
+
 function recordPhases(source: string): {seen: SyncPhaseMessage[]; stop(): void} {
   const seen: SyncPhaseMessage[] = []
   const listener = (m: unknown) => {
@@ -119,11 +133,17 @@ describe('PostgreSQL staging in a worker thread', {skip: postgresMissing}, () =>
     )
     const lite = await rig(new SqliteRegistryStore({path: ':memory:'}), source(path), cleanup)
     const phases = recordPhases('big')
+    // The worker's thread lowers its own CPU priority (Linux): look at every thread's nice value
+    // while the sync runs (the event loop is free meanwhile: the staging is in the worker).
+    const nices = new Set<number>()
+    const look = setInterval(() => threadNices().forEach((n) => nices.add(n)), 2)
     try {
       await pg.syncer.start()
     } finally {
+      clearInterval(look)
       phases.stop()
     }
+    if (process.platform === 'linux') assert.ok(nices.has(3), `nice values seen: ${[...nices]}`)
     assert.deepEqual(
       phases.seen.filter((m) => m.phase === 'staging').map((m) => m.worker),
       [true],
