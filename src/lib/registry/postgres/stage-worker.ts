@@ -121,7 +121,7 @@ function lowerThreadPriority(): void {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop())
     if (Number.isSafeInteger(tid) && tid > 0) setPriority(tid, WORKER_NICE)
   } catch {
-    // No /proc (not Linux): nothing to do.
+    // No /proc (not Linux) or a refused change: the worker keeps the process's priority.
   }
 }
 
