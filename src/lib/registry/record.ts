@@ -42,7 +42,29 @@ export function checkRecord(record: unknown): RecordProblem | undefined {
   ) {
     return {field: '_meta', reason: 'must be an object'}
   }
+  for (const key in r) {
+    if (nestsDeeper(r[key], MAX_NESTING - 1)) {
+      return {field: key, reason: `must not nest objects or arrays more than ${MAX_NESTING} deep`}
+    }
+  }
   return undefined
+}
+
+// A record is turned back into text with recursive JSON.stringify (on the event loop when an
+// answer is filtered, in the staging worker when it is stored): nesting deep enough to exhaust one
+// thread's stack but not another's would be stored by one path and fail in the other. No real
+// server.json comes near this.
+const MAX_NESTING = 64
+
+/** Whether `value` holds objects or arrays more than `levels` deep (recursion bounded by it). */
+function nestsDeeper(value: unknown, levels: number): boolean {
+  if (value === null || typeof value !== 'object') return false
+  if (levels === 0) return true
+  if (Array.isArray(value)) return value.some((v) => nestsDeeper(v, levels - 1))
+  for (const key in value) {
+    if (nestsDeeper((value as Record<string, unknown>)[key], levels - 1)) return true
+  }
+  return false
 }
 
 /** Upstream official metadata, kept only from sources we trust for it (api sources). */

@@ -1,6 +1,6 @@
 import {on, once} from 'node:events'
 import {readlinkSync} from 'node:fs'
-import {setPriority} from 'node:os'
+import {getPriority, setPriority} from 'node:os'
 import type {Writable} from 'node:stream'
 import {Worker, type MessagePort} from 'node:worker_threads'
 import {ToolgateError} from '../../errors.ts'
@@ -107,7 +107,7 @@ export async function stageInWorker(
 }
 
 /**
- * The worker's thread runs at nice 3: when it and the event loop want the same core, the kernel
+ * The worker's thread runs 3 nice levels below the process: when it and the event loop want the same core, the kernel
  * gives the event loop about two thirds and the worker a third (CFS weights 1024 and 526), and
  * preempts the worker as soon as a reader's request wakes the event loop. At nice 19 readers fared
  * no better, and with the process held to one core by saturating readers the worker got ~1.5% of
@@ -119,7 +119,9 @@ const WORKER_NICE = 3
 function lowerThreadPriority(): void {
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop())
-    if (Number.isSafeInteger(tid) && tid > 0) setPriority(tid, WORKER_NICE)
+    // Relative to the process's own: under `nice -n 10` the worker goes to 13, never above it.
+    if (Number.isSafeInteger(tid) && tid > 0)
+      setPriority(tid, Math.min(19, getPriority(tid) + WORKER_NICE))
   } catch {
     // No /proc (not Linux) or a refused change: the worker keeps the process's priority.
   }
@@ -129,8 +131,8 @@ function workerError(error: {message: string; code?: string; toolgate?: boolean}
   const {message, code, toolgate} = error
   if (toolgate) return new ToolgateError(code as 'ERR_SOURCE_LOAD', message)
   // An errno error (ENOENT: the file went away since the scan), as the event loop's pass throws.
-  if (code !== undefined) return Object.assign(new Error(message), {code})
-  return new ToolgateError('ERR_STORAGE', `storage: ${message}`)
+  // Anything else as the same error thrown on the event loop would be: the store reports it.
+  return code !== undefined ? Object.assign(new Error(message), {code}) : new Error(message)
 }
 
 /** In the worker: prepares the rows and posts them in chunks, each after a credit. */

@@ -43,12 +43,16 @@ export interface FileRecords {
   windowBytes: number
 }
 
+/** Invalid records kept with their details (the rest only counted): a file of a million `{}` must not cost a million objects. */
+export const MAX_INVALID_KEPT = 100
+
 /**
- * Records parsed lazily from JSON texts, validated one by one while iterated. `invalid` fills up
- * during iteration. Iterate once.
+ * Records parsed lazily from JSON texts, validated one by one while iterated. `invalid` (the
+ * first MAX_INVALID_KEPT) and `invalidCount` fill up during iteration. Iterate once.
  */
 export class RecordStream implements Iterable<ServerJson> {
   readonly invalid: InvalidRecord[] = []
+  #invalidCount = 0
   readonly size: number
   /** Set for a local file's records (see off-thread.ts). */
   readonly file: FileRecords | undefined
@@ -72,12 +76,23 @@ export class RecordStream implements Iterable<ServerJson> {
     this.#afterParse = options.afterParse
   }
 
+  /** How many records were invalid, the ones not kept in `invalid` included. */
+  get invalidCount(): number {
+    return this.#invalidCount
+  }
+
+  /** Counts `count` invalid records, keeping `problem` while fewer than MAX_INVALID_KEPT are. */
+  noteInvalid(problem: InvalidRecord | undefined, count: number): void {
+    this.#invalidCount += count
+    if (problem && this.invalid.length < MAX_INVALID_KEPT) this.invalid.push(problem)
+  }
+
   *[Symbol.iterator](): Iterator<ServerJson> {
     let index = 0
     for (const text of this.#texts()) {
       const item: unknown = JSON.parse(text)
       const checked = checkItem(item, index, this.#listEntries)
-      if ('problem' in checked) this.invalid.push(checked.problem)
+      if ('problem' in checked) this.noteInvalid(checked.problem, 1)
       else {
         this.#afterParse?.(checked.record, item)
         yield checked.record

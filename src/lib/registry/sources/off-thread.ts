@@ -15,9 +15,10 @@ export interface RecordsRecipe {
   names: NameFilter | undefined
 }
 
-/** What a pass over the records skipped: invalid records and names the filter dropped. */
+/** What a pass over the records skipped: invalid records (the first ones kept) and filtered names. */
 export interface RecordsOutcome {
   invalid: InvalidRecord[]
+  invalidCount: number
   filteredOut: number
 }
 
@@ -48,8 +49,8 @@ export class FilteredRecords implements Iterable<ServerJson> {
   }
 
   absorb(outcome: RecordsOutcome): void {
-    // One by one: a spread of 100,000 arguments would overflow the stack.
-    for (const bad of outcome.invalid) this.records.invalid.push(bad)
+    for (const bad of outcome.invalid) this.records.noteInvalid(bad, 0)
+    this.records.noteInvalid(undefined, outcome.invalidCount)
     this.filteredOut += outcome.filteredOut
   }
 }
@@ -62,6 +63,10 @@ export function rebuildRecords(recipe: RecordsRecipe): {
   const filtered = new FilteredRecords(recordsOfFile(recipe.file), recipe.names)
   return {
     records: filtered,
-    outcome: () => ({invalid: filtered.records.invalid, filteredOut: filtered.filteredOut}),
+    outcome: () => ({
+      invalid: filtered.records.invalid,
+      invalidCount: filtered.records.invalidCount,
+      filteredOut: filtered.filteredOut,
+    }),
   }
 }

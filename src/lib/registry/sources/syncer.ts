@@ -332,7 +332,7 @@ export class SourceSyncer {
         trustOfficialMeta: loaded.trustOfficialMeta,
         ...(lease ? {lease} : {}),
       })
-      const invalid = records.invalid.length + (result.skipped ?? 0)
+      const invalid = records.invalidCount + (result.skipped ?? 0)
       for (const bad of records.invalid.slice(0, MAX_INVALID_LOGGED)) {
         this.#log.warn('registry record skipped', {
           source: config.name,
