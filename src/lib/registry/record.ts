@@ -60,7 +60,10 @@ const MAX_NESTING = 64
 function nestsDeeper(value: unknown, levels: number): boolean {
   if (value === null || typeof value !== 'object') return false
   if (levels === 0) return true
-  if (Array.isArray(value)) return value.some((v) => nestsDeeper(v, levels - 1))
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (nestsDeeper(value[i], levels - 1)) return true
+    return false
+  }
   for (const key in value) {
     if (nestsDeeper((value as Record<string, unknown>)[key], levels - 1)) return true
   }
