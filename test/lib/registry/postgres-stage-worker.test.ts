@@ -19,6 +19,7 @@ import type {RegistryStore, SourceConfig} from '../../../src/lib/registry/types.
 import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
 import {postgresMissing} from '../../helpers/postgres.ts'
 import {pgCluster, pgDatabase, stopStoreBackends} from '../../helpers/store-backends.ts'
+import {refuseStagedName} from '../../helpers/refuse-staged.ts'
 
 /**
  * A large local file's records are prepared for PostgreSQL in a worker thread
@@ -269,22 +270,7 @@ describe('PostgreSQL staging in a worker thread', {skip: postgresMissing}, () =>
     const pg = await rig(new PostgresRegistryStore({connection: {url}}), source(path), cleanup)
     await pg.syncer.start()
     // From now on every staging table refuses one record of the middle of the file.
-    await cluster.psql(
-      `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN IF NEW.name = 'io.big/s-2000' THEN RAISE EXCEPTION 'refused row'; END IF;
-       RETURN NEW; END $$;
-       CREATE FUNCTION add_refuse() RETURNS event_trigger LANGUAGE plpgsql AS $$
-       DECLARE r record; BEGIN
-         FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() LOOP
-           IF r.object_type = 'table' AND r.object_identity LIKE '%.staging' THEN
-             EXECUTE 'CREATE TRIGGER refuse BEFORE INSERT ON ' || r.object_identity ||
-               ' FOR EACH ROW EXECUTE FUNCTION refuse()';
-           END IF;
-         END LOOP; END $$;
-       CREATE EVENT TRIGGER add_refuse ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
-         EXECUTE FUNCTION add_refuse();`,
-      db,
-    )
+    await refuseStagedName(cluster, db, 'io.big/s-2000')
     await writeFile(path, wrapper(bigRecords(2)))
     const threads = threadNices().size
     const failed = await pg.syncer.syncNow('big')

@@ -6,6 +6,7 @@ import {SqliteRegistryStore} from '../../../src/lib/registry/sqlite-store.ts'
 import type {ServerJson} from '../../../src/lib/registry/types.ts'
 import {freePort, postgresMissing} from '../../helpers/postgres.ts'
 import {pgCluster, pgDatabase, stopStoreBackends} from '../../helpers/store-backends.ts'
+import {refuseStagedName} from '../../helpers/refuse-staged.ts'
 
 /**
  * What only the PostgreSQL store has: migrations shared by replicas, the trigram index behind
@@ -45,22 +46,7 @@ describe('PostgresRegistryStore', {skip: postgresMissing}, () => {
     const url = await pgDatabase()
     const cluster = await pgCluster()
     const db = new URL(url).pathname.slice(1)
-    await cluster.psql(
-      `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN IF NEW.name = 'io.x/refused' THEN RAISE EXCEPTION 'refused row'; END IF;
-       RETURN NEW; END $$;
-       CREATE FUNCTION add_refuse() RETURNS event_trigger LANGUAGE plpgsql AS $$
-       DECLARE r record; BEGIN
-         FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() LOOP
-           IF r.object_type = 'table' AND r.object_identity LIKE '%.staging' THEN
-             EXECUTE 'CREATE TRIGGER refuse BEFORE INSERT ON ' || r.object_identity ||
-               ' FOR EACH ROW EXECUTE FUNCTION refuse()';
-           END IF;
-         END LOOP; END $$;
-       CREATE EVENT TRIGGER add_refuse ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
-         EXECUTE FUNCTION add_refuse();`,
-      db,
-    )
+    await refuseStagedName(cluster, db, 'io.x/refused')
     const store = await open(url)
     try {
       await store.setRegistries(REGISTRIES)
