@@ -107,12 +107,13 @@ export async function stageInWorker(
 }
 
 /**
- * The worker's thread runs 3 nice levels below the process: when it and the event loop want the same core, the kernel
- * gives the event loop about two thirds and the worker a third (CFS weights 1024 and 526), and
- * preempts the worker as soon as a reader's request wakes the event loop. At nice 19 readers fared
- * no better, and with the process held to one core by saturating readers the worker got ~1.5% of
- * it: a 100,000-version sync took over 120 s instead of ~20. Linux only (a thread's own nice
- * value, through its thread id); elsewhere the worker keeps the process's priority.
+ * The worker's thread runs at the process's nice value + 3 (a lower priority): when it and the
+ * event loop want the same core, the kernel gives the event loop about two thirds and the worker a
+ * third (CFS weights 1024 and 526), and preempts the worker as soon as a reader's request wakes
+ * the event loop. At nice 19 readers fared no better, and with the process held to one core by
+ * saturating readers the worker got ~1.5% of it: a 100,000-version sync took over 120 s, against
+ * 35–49 s at nice 3. Linux only (a thread's own nice value, through its thread id); elsewhere the
+ * worker keeps the process's priority.
  */
 const WORKER_NICE = 3
 
