@@ -3,6 +3,10 @@ import type {ServerJson} from '../types.ts'
 import {copyRow} from './copy-text.ts'
 import {withoutNul} from './reads.ts'
 
+// A bound on a chunk whatever its row count: 256 rows of 400 KB records made one chunk longer than
+// a string may be.
+export const CHUNK_MAX_CHARS = 1024 * 1024
+
 /**
  * The rows of the `staging` table in COPY text, in chunks: each record prepared (parse, hash,
  * search text) and the first occurrence of a name+version kept, the later ones counted in
@@ -10,10 +14,6 @@ import {withoutNul} from './reads.ts'
  * CHUNK_MAX_CHARS, or where `cut(rows)` says after a row. The same code runs on the event loop
  * (in slices, see sync.ts) and in the staging worker (./stage-worker.ts).
  */
-// A bound on a chunk whatever its row count: 256 rows of 400 KB records made one chunk longer than
-// a string may be.
-export const CHUNK_MAX_CHARS = 1024 * 1024
-
 export function* stagingChunks(
   servers: Iterable<ServerJson>,
   trust: boolean,
