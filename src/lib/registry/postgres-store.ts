@@ -2,7 +2,12 @@ import {randomBytes} from 'node:crypto'
 import {hostname} from 'node:os'
 import type {Sql} from 'postgres'
 import {ToolgateError} from '../errors.ts'
-import {createPool, storageError, type PgConnectionConfig} from './postgres/connect.ts'
+import {
+  createPool,
+  readDeadlineMs,
+  storageError,
+  type PgConnectionConfig,
+} from './postgres/connect.ts'
 import {
   abandonLease,
   claimLease,
@@ -64,6 +69,7 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
   readonly holder: string
   readonly leaseMs: number
   readonly poolSize: number
+  readonly readDeadlineMs: number
   #options: PostgresStoreOptions
   #sql: Sql | undefined
   #registries = new Map<string, string[]>()
@@ -74,6 +80,7 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
   // may reach the database and commit), so no cached body may be served as current.
   #degraded = false
   #poll: NodeJS.Timeout | undefined
+  #polling = false
   #unlisten: (() => Promise<void>) | undefined
   #closed = false
 
@@ -82,6 +89,7 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
     this.holder = options.holder ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`
     this.leaseMs = options.syncLeaseMs ?? 60_000
     this.poolSize = options.connection.poolSize ?? 10
+    this.readDeadlineMs = readDeadlineMs(options.connection)
   }
 
   /**
@@ -109,7 +117,7 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
       throw storageError(err, 'opening the database')
     }
     const pollMs = this.#options.pollMs ?? 1000
-    this.#poll = setInterval(() => void this.#refreshGeneration().catch(() => undefined), pollMs)
+    this.#poll = setInterval(() => this.#pollGeneration(), pollMs)
     this.#poll.unref()
   }
 
@@ -138,19 +146,52 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
     try {
       return await fn(sql)
     } catch (err) {
-      const mapped = storageError(err, doing)
-      if (mapped.code === 'ERR_STORAGE_UNAVAILABLE') this.#degraded = true
-      throw mapped
+      throw this.#failed(err, doing)
     } finally {
       this.#inFlight--
     }
   }
 
-  #query = (text: string, params: unknown[]): Promise<EntryRow[]> =>
-    this.#run('reading the registry', async (sql) => {
-      const rows = await sql.unsafe(text, params as never[], {prepare: true})
-      return rows as unknown as EntryRow[]
+  #failed(err: unknown, doing: string): ToolgateError {
+    const mapped = storageError(err, doing)
+    if (mapped.code === 'ERR_STORAGE_UNAVAILABLE') this.#degraded = true
+    return mapped
+  }
+
+  /**
+   * Runs one read that a request (or the readiness probe) waits for, bounded by readDeadlineMs:
+   * past it the query is cancelled (best effort: over a silent network the cancel is lost too) and
+   * the caller gets ERR_STORAGE_UNAVAILABLE, so a request answers 503 rather than never.
+   */
+  #read<T>(doing: string, fn: (sql: Sql) => Promise<T> & {cancel?(): unknown}): Promise<T> {
+    return this.#run(doing, (sql) => {
+      const pending = fn(sql)
+      let timer: NodeJS.Timeout | undefined
+      const expired = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          void Promise.resolve(pending.cancel?.()).catch(() => undefined)
+          reject(
+            new ToolgateError(
+              'ERR_STORAGE_UNAVAILABLE',
+              `storage: the database did not answer within ${this.readDeadlineMs} ms`,
+            ),
+          )
+        }, this.readDeadlineMs)
+      })
+      // The query may still settle after the deadline; nobody waits for it then.
+      pending.catch(() => undefined)
+      return Promise.race([pending, expired]).finally(() => clearTimeout(timer))
     })
+  }
+
+  #query = (text: string, params: unknown[]): Promise<EntryRow[]> =>
+    this.#read(
+      'reading the registry',
+      (sql) =>
+        sql.unsafe(text, params as never[], {prepare: true}) as unknown as Promise<EntryRow[]> & {
+          cancel(): unknown
+        },
+    )
 
   #observe(generation: number): void {
     if (!Number.isFinite(generation)) return
@@ -162,11 +203,13 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
   }
 
   async #refreshGeneration(): Promise<void> {
-    const sql = this.#sql
-    if (!sql || this.#closed) return
+    if (!this.#sql || this.#closed) return
     let rows
     try {
-      rows = await sql`SELECT generation FROM store_state WHERE id = 1`
+      rows = await this.#read(
+        'reading the generation',
+        (sql) => sql`SELECT generation FROM store_state WHERE id = 1`,
+      )
     } catch (err) {
       this.#degraded = true
       throw err
@@ -178,8 +221,20 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
     this.#observe(Number(rows[0]?.generation))
   }
 
+  /**
+   * The poll's re-read, one at a time: over a silent network each would wait out its deadline on
+   * a stuck connection, and a poll a second would pile them up.
+   */
+  #pollGeneration(): void {
+    if (this.#polling) return
+    this.#polling = true
+    this.#refreshGeneration()
+      .catch(() => undefined)
+      .finally(() => (this.#polling = false))
+  }
+
   async ping(): Promise<void> {
-    await this.#run('ping', (sql) => sql`SELECT 1`)
+    await this.#read('ping', (sql) => sql`SELECT 1`)
   }
 
   /** Applied schema versions, oldest first (tests and diagnostics). */
