@@ -141,10 +141,11 @@ describe('serve with its PostgreSQL database away', {skip: postgresMissing}, () 
     const relay = await startTcpRelay(Number(url.port))
     t.after(() => relay.close())
     url.port = String(relay.port)
-    // Deadline = connectTimeout + statementTimeout + 1 s = 4 s.
+    // Deadline = connectTimeout + statementTimeout + 1 s = 4 s. One pooled connection, so every
+    // call below waits on the connection that fell silent (a new one would fail its connect).
     const s = await startServe([
       '--config',
-      config(tempDir(), url.href, 'connectTimeout: 1s, statementTimeout: 2s'),
+      config(tempDir(), url.href, 'connectTimeout: 1s, statementTimeout: 2s, poolSize: 1'),
     ])
     t.after(() => s.stop())
     const list = (q: string) => getJson(`${s.url}/registry/default/v0.1/servers?${q}`)
@@ -166,6 +167,13 @@ describe('serve with its PostgreSQL database away', {skip: postgresMissing}, () 
     }
     assert.equal((await getJson(`${s.internalUrl}/health`)).status, 200)
     assert.equal((await status(`${s.internalUrl}/readiness`)).status, 503)
+    // A scrape waits for the store's sync status and version count: bounded too.
+    const scrapeStarted = performance.now()
+    const metrics = await getJson(`${s.internalUrl}/metrics`)
+    const scrapeMs = performance.now() - scrapeStarted
+    assert.equal(metrics.status, 200)
+    assert.match(metrics.text, /^toolgate_storage_up 0$/m)
+    assert.ok(scrapeMs < 8000, `the scrape took ${Math.round(scrapeMs)} ms`)
     assert.match(
       s.stderr(),
       /storage unavailable .*"storage: the database did not answer within 4000 ms"/,

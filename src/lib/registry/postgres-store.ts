@@ -159,11 +159,13 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
   }
 
   /**
-   * Runs one read that a request (or the readiness probe) waits for, bounded by readDeadlineMs:
-   * past it the query is cancelled (best effort: over a silent network the cancel is lost too) and
-   * the caller gets ERR_STORAGE_UNAVAILABLE, so a request answers 503 rather than never.
+   * Runs one short database call bounded by readDeadlineMs: every read a request, /readiness or
+   * /metrics waits for, and the lease statements a sync waits for. Past the deadline the query is
+   * cancelled (best effort: over a silent network the cancel is lost too) and the caller gets
+   * ERR_STORAGE_UNAVAILABLE, so a request answers 503 rather than never. A sync's own transaction
+   * is not bounded here: it may rightly take minutes, and its lease expires if it hangs.
    */
-  #read<T>(doing: string, fn: (sql: Sql) => Promise<T> & {cancel?(): unknown}): Promise<T> {
+  #bounded<T>(doing: string, fn: (sql: Sql) => Promise<T> & {cancel?(): unknown}): Promise<T> {
     return this.#run(doing, (sql) => {
       const pending = fn(sql)
       let timer: NodeJS.Timeout | undefined
@@ -185,7 +187,7 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
   }
 
   #query = (text: string, params: unknown[]): Promise<EntryRow[]> =>
-    this.#read(
+    this.#bounded(
       'reading the registry',
       (sql) =>
         sql.unsafe(text, params as never[], {prepare: true}) as unknown as Promise<EntryRow[]> & {
@@ -206,7 +208,7 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
     if (!this.#sql || this.#closed) return
     let rows
     try {
-      rows = await this.#read(
+      rows = await this.#bounded(
         'reading the generation',
         (sql) => sql`SELECT generation FROM store_state WHERE id = 1`,
       )
@@ -234,12 +236,12 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
   }
 
   async ping(): Promise<void> {
-    await this.#read('ping', (sql) => sql`SELECT 1`)
+    await this.#bounded('ping', (sql) => sql`SELECT 1`)
   }
 
   /** Applied schema versions, oldest first (tests and diagnostics). */
   async schemaVersions(): Promise<number[]> {
-    const rows = await this.#run(
+    const rows = await this.#bounded(
       'reading the schema version',
       (sql) => sql`SELECT version FROM schema_migrations ORDER BY version`,
     )
@@ -375,7 +377,7 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
   }
 
   async countVersions(): Promise<number> {
-    const rows = await this.#run(
+    const rows = await this.#bounded(
       'counting versions',
       (sql) => sql`SELECT count(*)::int AS n FROM source_versions`,
     )
@@ -383,7 +385,7 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
   }
 
   async countRegistryVersions(registry: string): Promise<number> {
-    const rows = await this.#run(
+    const rows = await this.#bounded(
       'counting versions',
       (sql) => sql`SELECT count(*)::int AS n FROM registry_entries WHERE registry = ${registry}`,
     )
@@ -393,26 +395,26 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
   // ----- SyncCoordinator -----
 
   claimSync(source: string, intervalMs: number | undefined, force: boolean): Promise<SyncClaim> {
-    return this.#run(`claiming the sync of source "${source}"`, (sql) =>
+    return this.#bounded(`claiming the sync of source "${source}"`, (sql) =>
       claimLease(sql, this.holder, source, this.leaseMs, intervalMs, force),
     )
   }
 
   renewSync(source: string, lease: SyncLease): Promise<boolean> {
-    return this.#run(`renewing the sync lease of "${source}"`, (sql) =>
+    return this.#bounded(`renewing the sync lease of "${source}"`, (sql) =>
       renewLease(sql, source, lease, this.leaseMs),
     )
   }
 
   abandonSync(source: string, lease: SyncLease): Promise<void> {
-    return this.#run(`releasing the sync lease of "${source}"`, (sql) =>
+    return this.#bounded(`releasing the sync lease of "${source}"`, (sql) =>
       abandonLease(sql, source, lease),
     )
   }
 
   /** Every source's lease holder, last success and sync count, shared by all replicas. */
   syncStatus(): Promise<SourceSyncRow[]> {
-    return this.#run('reading sync status', (sql) => syncRows(sql))
+    return this.#bounded('reading sync status', (sql) => syncRows(sql))
   }
 
   /** Database calls in progress and the pool's size (for /metrics). */
