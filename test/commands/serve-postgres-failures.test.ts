@@ -129,8 +129,9 @@ describe('serve with its PostgreSQL database away', {skip: postgresMissing}, () 
     assert.ok(before503 > 0, `requests during the outage got 503: ${JSON.stringify([...counts])}`)
     assert.deepEqual([...counts.keys()].sort(), [200, 503])
     // Each request waits for one connection attempt (refused at once, or 2 s connectTimeout)
-    // after at most a 1 s reconnection delay; it never waits out a long driver backoff (15 s).
-    assert.ok(slowest < 5000, `the slowest request took ${Math.round(slowest)} ms`)
+    // after at most a 1 s reconnection delay (~1 s measured), and the read deadline (8 s) bounds
+    // it anyway; the driver's own backoff made requests wait 15-19 s.
+    assert.ok(slowest < 8000, `the slowest request took ${Math.round(slowest)} ms`)
     const after = await getJson(`${s.url}/registry/default/v0.1/servers?limit=100&search=o`)
     assert.equal(after.status, 200)
     assert.equal(s.proc.exitCode, null, 'the same serve process')

@@ -50,7 +50,8 @@ import type {
  *   `store_state.generation` and NOTIFYs it; this store LISTENs, and also re-reads the generation
  *   every `pollMs` and on every (re)connection of the listener, so a missed notification (a
  *   database restart) delays an update by at most `pollMs` and never loses it; while the
- *   database does not answer, the data version is unknown and no cached body is served;
+ *   database does not answer, the data version is unknown and no cached body is served (a
+ *   database that falls silent is noticed when a call reaches its deadline, readDeadlineMs);
  * - maps an unreachable database to ERR_STORAGE_UNAVAILABLE (503) and recovers by itself (the
  *   pool reconnects on the next query).
  */
@@ -160,39 +161,54 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
 
   /**
    * Runs one short database call bounded by readDeadlineMs: every read a request, /readiness or
-   * /metrics waits for, and the lease statements a sync waits for. Past the deadline the query is
-   * cancelled (best effort: over a silent network the cancel is lost too) and the caller gets
-   * ERR_STORAGE_UNAVAILABLE, so a request answers 503 rather than never. A sync's own transaction
-   * is not bounded here: it may rightly take minutes, and its lease expires if it hangs.
+   * /metrics waits for, and the lease statements a sync waits for. Past the deadline the caller
+   * gets ERR_STORAGE_UNAVAILABLE, so a request answers 503 rather than never. A sync's own
+   * transaction is not bounded here: it may rightly take minutes, and its lease expires if it
+   * hangs.
+   *
+   * The abandoned call is not cancelled: the server's statement_timeout ends it there, and the
+   * driver's cancel (postgres 3.4) drops the promise of its cancel connection, whose failure, likely
+   * when the database does not answer, would be an unhandled rejection. It keeps its connection,
+   * and counts as in flight, until it settles.
    */
-  #bounded<T>(doing: string, fn: (sql: Sql) => Promise<T> & {cancel?(): unknown}): Promise<T> {
-    return this.#run(doing, (sql) => {
-      const pending = fn(sql)
-      let timer: NodeJS.Timeout | undefined
-      const expired = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          void Promise.resolve(pending.cancel?.()).catch(() => undefined)
+  #bounded<T>(doing: string, fn: (sql: Sql) => Promise<T>): Promise<T> {
+    const sql = this.#db()
+    this.#inFlight++
+    let pending: Promise<T>
+    try {
+      pending = fn(sql)
+    } catch (err) {
+      this.#inFlight--
+      return Promise.reject(this.#failed(err, doing))
+    }
+    const settled = pending.finally(() => this.#inFlight--)
+    // The call may settle after the deadline; nobody waits for it then.
+    settled.catch(() => undefined)
+    let timer: NodeJS.Timeout | undefined
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
           reject(
             new ToolgateError(
               'ERR_STORAGE_UNAVAILABLE',
               `storage: the database did not answer within ${this.readDeadlineMs} ms`,
             ),
-          )
-        }, this.readDeadlineMs)
-      })
-      // The query may still settle after the deadline; nobody waits for it then.
-      pending.catch(() => undefined)
-      return Promise.race([pending, expired]).finally(() => clearTimeout(timer))
+          ),
+        this.readDeadlineMs,
+      )
     })
+    return Promise.race([settled, expired])
+      .catch((err: unknown) => {
+        throw this.#failed(err, doing)
+      })
+      .finally(() => clearTimeout(timer))
   }
 
   #query = (text: string, params: unknown[]): Promise<EntryRow[]> =>
     this.#bounded(
       'reading the registry',
       (sql) =>
-        sql.unsafe(text, params as never[], {prepare: true}) as unknown as Promise<EntryRow[]> & {
-          cancel(): unknown
-        },
+        sql.unsafe(text, params as never[], {prepare: true}) as unknown as Promise<EntryRow[]>,
     )
 
   #observe(generation: number): void {

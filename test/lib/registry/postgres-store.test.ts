@@ -7,6 +7,7 @@ import type {ServerJson} from '../../../src/lib/registry/types.ts'
 import {freePort, postgresMissing} from '../../helpers/postgres.ts'
 import {pgCluster, pgDatabase, stopStoreBackends} from '../../helpers/store-backends.ts'
 import {refuseStagedName} from '../../helpers/refuse-staged.ts'
+import {startTcpRelay} from '../../helpers/tcp-relay.ts'
 
 /**
  * What only the PostgreSQL store has: migrations shared by replicas, the trigram index behind
@@ -225,6 +226,96 @@ describe('PostgresRegistryStore', {skip: postgresMissing}, () => {
       await slow.close()
       await fast.close()
     }
+  })
+
+  test('a claim past the deadline that commits late is claimed again by the same replica, its token fenced', async () => {
+    // The network holds the claim's bytes past the store's deadline (1 + 1 + 1 s) and then
+    // delivers them: the database records a lease this replica never heard of.
+    const url = new URL(await pgDatabase())
+    const relay = await startTcpRelay(Number(url.port))
+    url.port = String(relay.port)
+    const connection = {
+      url: url.href,
+      poolSize: 1,
+      connectTimeoutMs: 1000,
+      statementTimeoutMs: 1000,
+    }
+    const a = await open(url.href, {holder: 'replica-a', connection, pollMs: 3_600_000})
+    const b = await open(url.href, {holder: 'replica-b', pollMs: 3_600_000})
+    try {
+      await a.setRegistries(REGISTRIES)
+      relay.hold()
+      await assert.rejects(a.claimSync('a', 60_000, false), (err) => {
+        assert.ok(isToolgateError(err, 'ERR_STORAGE_UNAVAILABLE'))
+        assert.match(err.message, /did not answer within 3000 ms/)
+        return true
+      })
+      relay.release()
+      // The lost claim commits: replica-a holds a live lease it does not know.
+      let busy = await b.claimSync('a', 60_000, false)
+      for (let n = 0; n < 50 && busy.kind !== 'busy'; n++) {
+        await new Promise((r) => setTimeout(r, 100))
+        busy = await b.claimSync('a', 60_000, false)
+      }
+      assert.deepEqual(busy, {kind: 'busy', holder: 'replica-a'})
+      // Not busy for replica-a itself: it claims again, with a new token, without waiting 60 s.
+      const again = await a.claimSync('a', 60_000, false)
+      assert.equal(again.kind, 'claimed')
+      if (again.kind !== 'claimed') return
+      assert.deepEqual(await b.claimSync('a', 60_000, false), {kind: 'busy', holder: 'replica-a'})
+      const lost = {holder: 'replica-a', token: again.lease.token - 1}
+      assert.equal(await a.renewSync('a', lost), false, 'the lost token is fenced out')
+      await a.replaceSource('a', [{name: 'io.x/a', version: '1.0.0'}], T0, {lease: again.lease})
+      assert.equal((await b.claimSync('a', 60_000, false)).kind, 'fresh')
+    } finally {
+      await a.close()
+      await b.close()
+      await relay.close()
+    }
+  })
+
+  test('a call abandoned at its deadline leaves no unhandled rejection, also when the database then refuses', async (t) => {
+    // postgres 3.4's query.cancel() drops the promise of its cancel connection: cancelling at the
+    // deadline made a refused cancel an unhandled rejection, which ends a Node 24 process.
+    const unhandled: unknown[] = []
+    const record = (err: unknown) => unhandled.push(err)
+    process.on('unhandledRejection', record)
+    t.after(() => process.off('unhandledRejection', record))
+    const url = new URL(await pgDatabase())
+    const relay = await startTcpRelay(Number(url.port))
+    url.port = String(relay.port)
+    const connection = {
+      url: url.href,
+      poolSize: 1,
+      connectTimeoutMs: 1000,
+      statementTimeoutMs: 1000,
+    }
+    const store = await open(url.href, {connection, pollMs: 3_600_000})
+    try {
+      await store.setRegistries(REGISTRIES)
+      assert.equal((await store.listServers('default', {limit: 1})).servers.length, 0)
+      relay.silence()
+      relay.refuseNew()
+      const started = performance.now()
+      await Promise.all([
+        assert.rejects(store.listServers('default', {limit: 2}), (err) =>
+          isToolgateError(err, 'ERR_STORAGE_UNAVAILABLE'),
+        ),
+        assert.rejects(store.ping(), (err) => isToolgateError(err, 'ERR_STORAGE_UNAVAILABLE')),
+      ])
+      assert.ok(performance.now() - started >= 3000, 'the deadline, not a refusal, answered')
+      await new Promise((r) => setTimeout(r, 1500))
+      assert.deepEqual(unhandled, [])
+      assert.equal(
+        store.poolUse().inFlight,
+        2,
+        'abandoned calls hold their connection until they end',
+      )
+    } finally {
+      await relay.close()
+      await store.close()
+    }
+    assert.deepEqual(unhandled, [])
   })
 
   test('an unreachable database is ERR_STORAGE_UNAVAILABLE, with no connection string in the message', async () => {

@@ -34,15 +34,16 @@ export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5000
 
 /**
- * Delay before a pooled connection retries after failed connections, in seconds (the driver's
- * unit): doubling from 50 ms to at most 1 s, with jitter. The driver's default grows to 20 s, and
- * a query handed to a connection that waits out that delay waits with it: during an outage,
- * requests took 15 s to get their 503, and serving resumed up to 20 s after the database was back.
- * A failed attempt is cheap for the server (refused at once, or bounded by connectTimeout), and
- * there are at most poolSize of them a second.
+ * Delay before a pooled connection retries after `failures` failed connections (the pool's count,
+ * at least 1 here), in seconds (the driver's unit): 25–50 ms after the first, doubling to at most
+ * 1 s, with jitter. The driver's default grows to 20 s, and a query handed to a connection that
+ * waits out that delay waits with it: during an outage, requests took 15 s to get their 503, and
+ * serving resumed up to 20 s after the database was back. A failed attempt is cheap for the
+ * server (refused at once, or bounded by connectTimeout), and there are at most poolSize of them
+ * a second.
  */
 export function reconnectDelaySeconds(failures: number): number {
-  return Math.min(0.05 * 2 ** failures, 1) * (0.5 + Math.random() / 2)
+  return Math.min(0.025 * 2 ** failures, 1) * (0.5 + Math.random() / 2)
 }
 
 /**

@@ -17,6 +17,14 @@ export function dueAfterMs(intervalMs: number): number {
   return intervalMs - Math.min(intervalMs / 10, 2000)
 }
 
+/**
+ * Claims the sync of `source` for `holder`: claimed, busy (another replica's lease is live) or
+ * fresh (synced less than an interval ago). A live lease in `holder`'s own name is claimed again
+ * with a new token: a replica claims a source only while it is not syncing it (its syncs of one
+ * source are serialised), so such a lease is one whose answer it never got (a claim that went past
+ * the store's deadline and committed anyway). The new token fences the lost one out; without this
+ * the replica would wait out its own lease, 60 s by default, and skip an interval.
+ */
 export async function claimLease(
   sql: Sql,
   holder: string,
@@ -31,9 +39,10 @@ export async function claimLease(
     UPDATE source_sync SET lease_holder = ${holder}, lease_token = lease_token + 1,
       lease_expires_at = now() + ${leaseMs} * interval '1 millisecond', last_started_at = now()
     WHERE source = ${source}
-      AND (lease_holder IS NULL OR lease_expires_at < now())
-      AND (${force} OR last_success_at IS NULL OR last_started_at IS NULL
-           OR last_started_at <= now() - ${due} * interval '1 millisecond')
+      AND (lease_holder = ${holder}
+           OR ((lease_holder IS NULL OR lease_expires_at < now())
+               AND (${force} OR last_success_at IS NULL OR last_started_at IS NULL
+                    OR last_started_at <= now() - ${due} * interval '1 millisecond')))
     RETURNING lease_token`
   if (won[0]) return {kind: 'claimed', lease: {holder, token: Number(won[0].lease_token)}}
   const [row] = await sql<{live: boolean; holder: string | null; last_success_at: Date | null}[]>`
