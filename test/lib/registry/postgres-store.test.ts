@@ -26,6 +26,18 @@ const open = async (
   return store
 }
 
+/**
+ * A fresh database reached through a TCP relay that can fall silent, and connection settings that
+ * give a 3 s deadline (connect 1 s + statement 1 s + 1 s) on one pooled connection.
+ */
+async function relayedDatabase() {
+  const url = new URL(await pgDatabase())
+  const relay = await startTcpRelay(Number(url.port))
+  url.port = String(relay.port)
+  const connection = {url: url.href, poolSize: 1, connectTimeoutMs: 1000, statementTimeoutMs: 1000}
+  return {url: url.href, relay, connection}
+}
+
 describe('PostgresRegistryStore', {skip: postgresMissing}, () => {
   test('replicas starting together run each migration once', async () => {
     const url = await pgDatabase()
@@ -231,17 +243,9 @@ describe('PostgresRegistryStore', {skip: postgresMissing}, () => {
   test('a claim past the deadline that commits late is claimed again by the same replica, its token fenced', async () => {
     // The network holds the claim's bytes past the store's deadline (1 + 1 + 1 s) and then
     // delivers them: the database records a lease this replica never heard of.
-    const url = new URL(await pgDatabase())
-    const relay = await startTcpRelay(Number(url.port))
-    url.port = String(relay.port)
-    const connection = {
-      url: url.href,
-      poolSize: 1,
-      connectTimeoutMs: 1000,
-      statementTimeoutMs: 1000,
-    }
-    const a = await open(url.href, {holder: 'replica-a', connection, pollMs: 3_600_000})
-    const b = await open(url.href, {holder: 'replica-b', pollMs: 3_600_000})
+    const {url, relay, connection} = await relayedDatabase()
+    const a = await open(url, {holder: 'replica-a', connection, pollMs: 3_600_000})
+    const b = await open(url, {holder: 'replica-b', pollMs: 3_600_000})
     try {
       await a.setRegistries(REGISTRIES)
       relay.hold()
@@ -281,16 +285,8 @@ describe('PostgresRegistryStore', {skip: postgresMissing}, () => {
     const record = (err: unknown) => unhandled.push(err)
     process.on('unhandledRejection', record)
     t.after(() => process.off('unhandledRejection', record))
-    const url = new URL(await pgDatabase())
-    const relay = await startTcpRelay(Number(url.port))
-    url.port = String(relay.port)
-    const connection = {
-      url: url.href,
-      poolSize: 1,
-      connectTimeoutMs: 1000,
-      statementTimeoutMs: 1000,
-    }
-    const store = await open(url.href, {connection, pollMs: 3_600_000})
+    const {url, relay, connection} = await relayedDatabase()
+    const store = await open(url, {connection, pollMs: 3_600_000})
     try {
       await store.setRegistries(REGISTRIES)
       assert.equal((await store.listServers('default', {limit: 1})).servers.length, 0)
