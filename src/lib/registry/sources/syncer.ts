@@ -186,7 +186,7 @@ export class SourceSyncer {
     this.#started = true
     await this.#store.retainSources?.([...this.#states.keys()])
     const results = await Promise.allSettled(
-      [...this.#states.values()].map((s) => this.#syncOnce(s, true)),
+      [...this.#states.values()].map((s) => this.#initial(s)),
     )
     const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []))
     if (failures.length > 0) {
@@ -271,6 +271,22 @@ export class SourceSyncer {
         })
       }
     }
+  }
+
+  /**
+   * The first sync of a source, registered as the one running: a `syncNow` meanwhile queues behind
+   * it. One sync per source at a time is what lets a replica reclaim a lease in its own name
+   * (postgres/leases.ts).
+   */
+  #initial(state: SourceState): Promise<void> {
+    const first = this.#syncOnce(state, true)
+    state.running = first
+      .catch(() => undefined)
+      .then(() => {
+        state.running = undefined
+        return state.pending && !this.#stopped ? this.#trigger(state) : undefined
+      })
+    return first
   }
 
   // Serialises syncs of one source; a trigger during a sync queues one more (coalesced).

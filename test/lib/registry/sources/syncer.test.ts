@@ -385,6 +385,52 @@ describe('file sources over http', () => {
   })
 })
 
+describe('one sync per source at a time', () => {
+  test('a syncNow during the first sync waits for it, then syncs again; the two never overlap', async () => {
+    let inFlight = 0
+    let most = 0
+    let requests = 0
+    let releaseFirst: () => void = () => undefined
+    const firstHeld = new Promise<void>((r) => (releaseFirst = r))
+    const {server, url} = await listen((req, res) => {
+      const n = ++requests
+      inFlight++
+      most = Math.max(most, inFlight)
+      res.on('close', () => inFlight--)
+      const answer = () =>
+        res
+          .writeHead(200, {'content-type': 'application/json'})
+          .end(wrapper([srv('io.x/remote', `${n}.0.0`)]))
+      if (n === 1) void firstHeld.then(answer)
+      else answer()
+    })
+    try {
+      const {syncer, names} = await rig([
+        {name: 'remote', kind: 'file', url: `${url}/r.json`, syncIntervalMs: 3_600_000},
+      ])
+      const starting = syncer.start()
+      await waitFor('the first request', () => requests === 1)
+      let nowDone = false
+      const now = syncer.syncNow('remote').then((stats) => {
+        nowDone = true
+        return stats
+      })
+      await new Promise((r) => setTimeout(r, 200))
+      assert.equal(requests, 1, 'the second sync waits for the first')
+      assert.equal(nowDone, false)
+      releaseFirst()
+      await starting
+      const stats = await now
+      assert.equal(requests, 2, 'syncNow synced again after the first sync')
+      assert.equal(most, 1, 'never two syncs of one source at once')
+      assert.equal(stats.failures, 0)
+      assert.deepEqual(await names(), ['io.x/remote@2.0.0'])
+    } finally {
+      await closeServer(server)
+    }
+  })
+})
+
 describe('api sources', () => {
   // A loopback registry speaking the MCP registry API v0.1 list body, three entries a page.
   let server: Server
