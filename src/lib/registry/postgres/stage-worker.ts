@@ -11,6 +11,7 @@ import {
   type RecordsRecipe,
 } from '../sources/off-thread.ts'
 import type {ServerJson} from '../types.ts'
+import {postedError, workersCanImport, type PostedError} from '../worker-module.ts'
 import {stagingChunks} from './staging-rows.ts'
 
 /**
@@ -46,7 +47,7 @@ interface StageWorkerData {
 type WorkerMessage =
   | {chunk: Uint8Array}
   | {done: true; skipped: number; outcome: RecordsOutcome}
-  | {error: {message: string; code?: string; toolgate?: boolean}}
+  | {error: PostedError}
 
 /** Records to stage in a worker: the syncer's records and how the worker reads them again. */
 export interface WorkerStaging {
@@ -56,7 +57,7 @@ export interface WorkerStaging {
 
 /** How to stage `servers` in a worker, or undefined to stage them on the event loop. */
 export function workerStaging(servers: Iterable<ServerJson>): WorkerStaging | undefined {
-  if (!(servers instanceof FilteredRecords) || !/\.(ts|js)$/.test(import.meta.url)) return undefined
+  if (!(servers instanceof FilteredRecords) || !workersCanImport) return undefined
   const recipe = servers.recipe
   return recipe && recipe.file.stat.size >= WORKER_STAGING_BYTES
     ? {records: servers, recipe}
@@ -85,7 +86,7 @@ export async function stageInWorker(
   try {
     for await (const [message] of on(worker, 'message', {close: ['exit']})) {
       const m = message as WorkerMessage
-      if ('error' in m) throw workerError(m.error)
+      if ('error' in m) throw postedError(m.error)
       if ('done' in m) {
         records.absorb(m.outcome)
         return m.skipped
@@ -126,14 +127,6 @@ function lowerThreadPriority(): void {
   } catch {
     // No /proc (not Linux) or a refused change: the worker keeps the process's priority.
   }
-}
-
-function workerError(error: {message: string; code?: string; toolgate?: boolean}): Error {
-  const {message, code, toolgate} = error
-  if (toolgate) return new ToolgateError(code as 'ERR_SOURCE_LOAD', message)
-  // An errno error (ENOENT: the file went away since the scan), as the event loop's pass throws.
-  // Anything else as the same error thrown on the event loop would be: the store reports it.
-  return code !== undefined ? Object.assign(new Error(message), {code}) : new Error(message)
 }
 
 /** In the worker: prepares the rows and posts them in chunks, each after a credit. */

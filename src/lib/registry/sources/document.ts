@@ -3,6 +3,7 @@ import {checkRecord} from '../record.ts'
 import type {ServerJson} from '../types.ts'
 import {closeSync, fstatSync, openSync, readSync, statSync, type Stats} from 'node:fs'
 import {Worker} from 'node:worker_threads'
+import {postedError, workersCanImport, type PostedError} from '../worker-module.ts'
 import {FILE_WINDOW_BYTES, scanJson, scanJsonFile, type ScanResult} from './json-scan.ts'
 
 /**
@@ -189,12 +190,12 @@ export async function streamRegistryFileAsync(
 ): Promise<RecordStream> {
   const module = import.meta.url
   // Small files scan faster than a worker starts (4 MiB ≈ 50 ms of scanning).
-  if (!/\.(ts|js)$/.test(module) || statSync(path).size < INLINE_SCAN_BYTES)
+  if (!workersCanImport || statSync(path).size < INLINE_SCAN_BYTES)
     return streamRegistryFile(path, windowBytes)
   const result = await new Promise<{
     stat?: Pick<Stats, 'ino' | 'size' | 'mtimeMs'>
     flat?: Float64Array
-    error?: {message: string; code?: string; toolgate?: boolean}
+    error?: PostedError
   }>((resolve, reject) => {
     const worker = new Worker(WORKER, {eval: true, workerData: {module, path, windowBytes}})
     worker.once('message', (m) => {
@@ -205,11 +206,8 @@ export async function streamRegistryFileAsync(
     worker.once('exit', (code) => reject(new Error(`scan worker exited with ${code}`)))
   })
   if (result.error) {
-    const {message, code, toolgate} = result.error
-    if (code === 'ERR_WORKER_IMPORT') return streamRegistryFile(path, windowBytes)
-    if (toolgate) throw new ToolgateError(code as 'ERR_SOURCE_LOAD', message)
-    // An errno error (ENOENT, EISDIR): the loader reports it as "cannot read (<code>)".
-    throw Object.assign(new Error(message), {code})
+    if (result.error.code === 'ERR_WORKER_IMPORT') return streamRegistryFile(path, windowBytes)
+    throw postedError(result.error)
   }
   return recordsOfFile({path, stat: result.stat!, ranges: result.flat!, windowBytes})
 }
