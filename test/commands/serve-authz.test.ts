@@ -289,3 +289,92 @@ describe('policy changes', () => {
     }
   })
 })
+
+describe('a policy that names one caller (issue 30, finding 1)', () => {
+  // alice and bob carry the same groups and claims; only one policy tells them apart, by uid in
+  // the scope (`principal in Client::"bob"`, true for bob alone). Whoever lists first must not
+  // decide what the other sees: both orders, on two registries with separate caches.
+  test('two callers with equal claims see their own servers in either order', async () => {
+    const d = tempDir()
+    let own: ServeProcess | undefined
+    try {
+      writeConfig(d, 'servers.json', JSON.stringify(servers()))
+      writeConfig(
+        d,
+        'policy.json',
+        JSON.stringify({
+          version: '1.0',
+          type: 'cedarv1',
+          cedar: {
+            policies: [
+              'permit(principal in ToolgateGroup::"team-a", action, resource is Server) when { resource.namespace == "io.team-a" };',
+              'permit(principal in Client::"bob", action, resource is Server);',
+            ],
+            entities_json: '[]',
+          },
+        }),
+      )
+      const config = writeConfig(
+        d,
+        'serve.json',
+        JSON.stringify({
+          sources: [{name: 'local', file: {path: './servers.json'}}],
+          registries: [
+            {name: 'default', sources: ['local']},
+            {name: 'internal', sources: ['local']},
+          ],
+          auth: {
+            oauth: {
+              resourceUrl: RESOURCE,
+              providers: [
+                {
+                  name: 'op',
+                  issuerUrl: op.issuer,
+                  audience: 'api://registry',
+                  allowPrivateIP: true,
+                },
+              ],
+            },
+            authz: {policyFile: './policy.json'},
+          },
+        }),
+      )
+      own = await startServe(['--config', config], {dir: d})
+      const alice = await op.issueAccessToken({sub: 'alice', claims: {groups: ['team-a']}})
+      const bob = await op.issueAccessToken({sub: 'bob', claims: {groups: ['team-a']}})
+      const names = async (registry: string, token: string, path = '/servers?limit=100') => {
+        const res = await fetch(`${own!.url}/registry/${registry}/v0.1${path}`, {
+          headers: {authorization: `Bearer ${token}`},
+        })
+        if (res.status !== 200) return res.status
+        const body = (await res.json()) as Body | {server: {name: string}}[]
+        return JSON.stringify(body)
+      }
+      const teamA = sorted(all.filter((x) => x.name.startsWith('io.team-a/')))
+      const everything = sorted(all)
+      const listed = (text: string | number) =>
+        typeof text === 'number'
+          ? []
+          : (JSON.parse(text) as Body).servers
+              .map((e) => `${e.server.name}@${e.server.version}`)
+              .sort()
+      const b1 = await names('default', bob)
+      const a1 = await names('default', alice)
+      const a2 = await names('internal', alice)
+      const b2 = await names('internal', bob)
+      assert.deepEqual(listed(b1), everything, 'bob first')
+      assert.deepEqual(listed(a1), teamA, 'alice after bob')
+      assert.deepEqual(listed(a2), teamA, 'alice first')
+      assert.deepEqual(listed(b2), everything, 'bob after alice')
+      // The versions route too: a team-b server is bob's alone.
+      const path = `/servers/${encodeURIComponent('io.team-b/tool-00')}/versions`
+      assert.notEqual(await names('default', bob, path), 404)
+      assert.equal(await names('default', alice, path), 404)
+      assert.equal(await names('internal', alice, path), 404)
+      assert.notEqual(await names('internal', bob, path), 404)
+    } finally {
+      await own?.stop()
+      rmSync(d, {recursive: true, force: true})
+    }
+  })
+})

@@ -207,13 +207,60 @@ function anyExpression(
 }
 
 /**
- * Whether the decision of these policies can depend on who the principal is, beyond its
- * attributes and its parents (groups): a principal scope `==` (or a template slot), or `principal`
- * used as a value in a condition other than the left side of `in` (`principal == Client::"x"`,
- * `principal.claim_sub` is an attribute, not identity). When it cannot, two callers with the same
- * groups and the same referenced claims get the same answers, and may share cached results.
+ * Whether the decision of these policies can depend on who the principal is, beyond what the
+ * equivalence key already holds (its referenced attributes and its parents, the groups). It is a
+ * whitelist, so a form nobody thought of counts as identity (two callers are then never shared):
+ * the principal may appear only
+ * - in a scope that is `All`, `is T`, `in ToolgateGroup::"g"` or `is T in ToolgateGroup::"g"`;
+ * - in a condition, on the left of `.`/`has` (an attribute read), of `in` with a literal group or
+ *   set of literal groups on the right, or of `is` (with such an `in`, or none).
+ * Anything else — `==`, a slot, `in Client::"bob"` (true for bob alone), `in resource.owner`,
+ * `[principal]`, `{p: principal}`, `principal.getTag(…)`, an extension call — uses identity.
+ * Group membership is decided by the parents (in the key) and entities_json, which is fixed, so a
+ * literal group target cannot tell two callers with the same parents apart.
  */
 export function usesPrincipalIdentity(policies: CedarPolicyJson[]): boolean {
+  for (const p of policies) {
+    if (!identityFreeScope((p as unknown as {principal: Constraint}).principal)) return true
+    if (principalUsedAsValue((p as {conditions?: unknown}).conditions ?? [])) return true
+  }
+  return false
+}
+
+/** The entity type of groups taken from token claims (contract §6). */
+const GROUP_TYPE = 'ToolgateGroup'
+
+function identityFreeScope(c: Constraint): boolean {
+  if (c.slot !== undefined) return false
+  switch (c.op) {
+    case 'All':
+      return true
+    case 'in':
+      return uidOf(c.entity)?.type === GROUP_TYPE
+    case 'is': {
+      if (c.in === undefined) return true
+      const target = (c.in as {entity?: unknown; slot?: unknown}) ?? {}
+      return target.slot === undefined && uidOf(target.entity)?.type === GROUP_TYPE
+    }
+    default:
+      return false
+  }
+}
+
+/** A literal group (`ToolgateGroup::"g"`) or a set of literal groups, as an expression. */
+function literalGroups(node: unknown): boolean {
+  if (typeof node !== 'object' || node === null) return false
+  const n = node as {Value?: unknown; Set?: unknown}
+  if ('Value' in n) {
+    const v = n.Value
+    const items = Array.isArray(v) ? v : [v]
+    return items.length > 0 && items.every((item) => uidOf(item)?.type === GROUP_TYPE)
+  }
+  if (Array.isArray(n.Set)) return n.Set.every(literalGroups)
+  return false
+}
+
+function principalUsedAsValue(conditions: unknown): boolean {
   let used = false
   const visit = (node: unknown): void => {
     if (used) return
@@ -224,26 +271,22 @@ export function usesPrincipalIdentity(policies: CedarPolicyJson[]): boolean {
     if (typeof node !== 'object' || node === null) return
     for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
       if (key === 'Value') continue
-      if ((key === '.' || key === 'has') && typeof value === 'object' && value !== null) {
-        const left = (value as {left?: unknown}).left
-        if (!isVar(left, 'principal')) visit(left)
-        continue
+      if (typeof value === 'object' && value !== null) {
+        const op = value as {left?: unknown; right?: unknown; in?: unknown}
+        if (isVar(op.left, 'principal')) {
+          if (key === '.' || key === 'has') continue
+          if (key === 'in' && literalGroups(op.right)) continue
+          if (key === 'is' && (op.in === undefined || literalGroups(op.in))) continue
+        }
       }
-      if (key === 'in' && typeof value === 'object' && value !== null) {
-        const {left, right} = value as {left?: unknown; right?: unknown}
-        if (!isVar(left, 'principal')) visit(left)
-        visit(right)
-        continue
+      if (key === 'Var' && value === 'principal') {
+        used = true
+        return
       }
-      if (key === 'Var' && value === 'principal') used = true
       visit(value)
     }
   }
-  for (const p of policies) {
-    const scope = (p as unknown as {principal: Constraint}).principal
-    if (scope.op === '==' || scope.slot !== undefined) return true
-    visit((p as {conditions?: unknown}).conditions ?? [])
-  }
+  visit(conditions)
   return used
 }
 
