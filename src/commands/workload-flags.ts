@@ -63,6 +63,26 @@ export const workloadFlags = {
     default: 'no',
     helpGroup: 'SERVER',
   }),
+  isolation: Flags.string({
+    description:
+      'stdio servers: one process for every caller (shared), one per authenticated principal, or one per client session. Default: principal with incoming auth, else shared.',
+    options: ['shared', 'principal', 'session'],
+    helpGroup: 'SERVER',
+  }),
+  'idle-timeout': Flags.string({
+    description:
+      "--isolation principal: stop a caller's process this long after its last session ended.",
+    default: '10m',
+    helpGroup: 'SERVER',
+  }),
+  'max-processes': Flags.integer({
+    description:
+      '--isolation principal|session: at most this many server processes (past it, 503 with Retry-After).',
+    default: 16,
+    min: 1,
+    max: 4096,
+    helpGroup: 'SERVER',
+  }),
   'proxy-port': Flags.integer({
     description: 'Port of the proxy front (default: a free port).',
     min: 0,

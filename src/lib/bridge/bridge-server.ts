@@ -1,88 +1,80 @@
 import type {Server} from 'node:http'
 import {createServer} from '../http/node-http.ts'
-import type {Readable, Writable} from 'node:stream'
 import type {Logger} from '../log/logger.ts'
 import {closeGracefully} from '../http/listen.ts'
 import {listenOnSocket, privateSocket} from '../http/private-socket.ts'
-import {isRecord} from '../mcp/json-rpc.ts'
 import {SERVER_LIMITS} from '../proxy/server-limits.ts'
+import {SessionTable, type SessionLimits} from '../sessions/session-table.ts'
+import {BufferBudget, DEFAULT_BUFFER_BUDGET} from './buffer-budget.ts'
+import type {BridgeContext, BridgeSession} from './bridge-sessions.ts'
 import {answerJson} from './http-common.ts'
+import type {LaneSource} from './lane.ts'
 import {LegacySseEndpoint} from './legacy-sse.ts'
-import {readLines} from './line-reader.ts'
-import {errorMessage, Multiplexer, type Message} from './multiplexer.ts'
+import {errorMessage} from './multiplexer.ts'
 import {StreamableHttpEndpoint} from './streamable-http.ts'
 
 /**
  * The stdio ↔ HTTP bridge of `toolgate run` (issue 11). It listens on a private endpoint — a unix
  * socket in a fresh 0700 directory, or a random named pipe on Windows — that only the workload's
  * own proxy pipeline reaches (ProxyConfig.targetSocketPath), so origin checks, incoming auth, Cedar
- * and every limit stay in the one public front.
+ * and every limit stay in the one public front. The front names the caller's principal on every
+ * request (sessions/principal-key.ts); sessions, quotas and server processes follow it.
  */
-
-/** Bytes written to the server's stdin and not yet read by it, past which requests are refused. */
-export const MAX_STDIN_BACKLOG = 64 * 1024 * 1024
 
 export interface BridgeOptions {
   logger: Logger
-  requestTimeoutMs: number
   maxBodyBytes: number
-  maxSessions?: number
-  /** Longest stdout line accepted from the server. */
-  maxLineBytes?: number
-  /** Where stdout lines that are not JSON-RPC go (the server's log); they are never forwarded. */
-  onNoise: (line: string) => void
-}
-
-export interface StdioPeer {
-  stdin: Writable
-  stdout: Readable
+  /** Sessions per principal, in total, and their expiry (sessions/session-table.ts). */
+  sessionLimits?: Partial<SessionLimits>
+  /** Bytes held for every client stream together (buffer-budget.ts). */
+  bufferBudgetBytes?: number
+  /** How often expired sessions are looked for. */
+  sweepMs?: number
+  /** The clock of session expiry (tests move it). */
+  now?: () => number
 }
 
 export interface Bridge {
   socketPath: string
-  /** Connects a (re)started server process. */
-  attach(peer: StdioPeer): void
-  /** The server process ended: clients get errors, sessions end, new requests get 503. */
-  detach(reason: string): void
+  /** Sessions now (for tests and `list`). */
+  readonly sessions: number
   close(): Promise<void>
 }
 
-export async function startBridge(options: BridgeOptions): Promise<Bridge> {
+export async function startBridge(options: BridgeOptions, lanes: LaneSource): Promise<Bridge> {
   const {logger} = options
-  let stdin: Writable | undefined
-  const mux = new Multiplexer({
+  const ctx: BridgeContext = {
+    lanes,
+    table: new SessionTable<BridgeSession>(options.sessionLimits, options.now),
+    budget: new BufferBudget(options.bufferBudgetBytes ?? DEFAULT_BUFFER_BUDGET, logger),
+    maxBodyBytes: options.maxBodyBytes,
     logger,
-    requestTimeoutMs: options.requestTimeoutMs,
-    send: (message: Message) => {
-      if (!stdin?.writable) return false
-      // A server that stops reading its stdin: refuse rather than buffer without bound.
-      if (stdin.writableLength > MAX_STDIN_BACKLOG) return false
-      // Messages written in one event-loop turn leave in one write: fewer syscalls and wake-ups.
-      if (!stdin.writableCorked) {
-        stdin.cork()
-        const corked = stdin
-        process.nextTick(() => corked.uncork())
-      }
-      stdin.write(JSON.stringify(message) + '\n')
-      return true
-    },
-  })
-  const limits = {maxBodyBytes: options.maxBodyBytes, maxSessions: options.maxSessions ?? 1024}
-  const streamable = new StreamableHttpEndpoint(mux, limits)
-  const legacy = new LegacySseEndpoint(mux, limits)
+  }
+  const streamable = new StreamableHttpEndpoint(ctx)
+  const legacy = new LegacySseEndpoint(ctx)
+
+  // Clients often just go away without DELETE: sessions past their time (session-table.ts) end,
+  // so abandoned sessions never fill the quotas.
+  const sweep = setInterval(() => {
+    const expired = ctx.table.expire((entry) => entry.value.busy())
+    for (const entry of expired) entry.value.end('session expired')
+    if (expired.length > 0) logger.debug('sessions expired', {count: expired.length})
+  }, options.sweepMs ?? 5_000)
+  sweep.unref()
 
   const server: Server = createServer(SERVER_LIMITS, (req, res) => {
     const url = new URL(req.url ?? '/', 'http://bridge')
-    if (!stdin) {
+    const down = lanes.unavailable()
+    if (down) {
       res.setHeader('retry-after', '2')
-      return answerJson(res, 503, errorMessage(null, -32002, 'the MCP server is not running'))
+      return answerJson(res, 503, errorMessage(null, -32002, down))
     }
     const done = (err: unknown) => {
       logger.warn('bridge request failed', {error: (err as Error).message})
       answerJson(res, 500, errorMessage(null, -32603, 'Internal error'))
     }
     if (url.pathname === '/mcp') streamable.handle(req, res).catch(done)
-    else if (url.pathname === '/sse') legacy.open(req, res)
+    else if (url.pathname === '/sse') legacy.open(req, res).catch(done)
     else if (url.pathname === '/messages') legacy.message(req, res, url).catch(done)
     else answerJson(res, 404, errorMessage(null, -32601, 'Not found'))
   })
@@ -92,38 +84,14 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
 
   return {
     socketPath: socket.path,
-    attach(peer) {
-      stdin = peer.stdin
-      peer.stdin.on('error', (err) => logger.debug('server stdin closed', {error: err.message}))
-      readLines(
-        peer.stdout,
-        (line) => {
-          let value: unknown
-          try {
-            value = JSON.parse(line)
-          } catch {
-            return options.onNoise(line)
-          }
-          const messages = Array.isArray(value) ? value : [value]
-          for (const m of messages) {
-            if (isRecord(m) && m.jsonrpc === '2.0') mux.fromServer(m)
-            else options.onNoise(line)
-          }
-        },
-        {
-          maxLineBytes: options.maxLineBytes ?? 64 * 1024 * 1024,
-          onOversize: (bytes) => logger.warn('dropped an oversized line from the server', {bytes}),
-        },
-      )
-    },
-    detach(reason) {
-      stdin = undefined
-      mux.serverGone(reason)
+    get sessions() {
+      return ctx.table.size
     },
     async close() {
-      streamable.closeAll()
-      legacy.closeAll()
+      clearInterval(sweep)
+      for (const entry of [...ctx.table.values()]) entry.value.end('the workload stopped')
       await closeGracefully(server, 500)
+      await lanes.close()
       await socket.remove()
     },
   }

@@ -1,5 +1,7 @@
 import type {Logger} from '../log/logger.ts'
 import {isRecord, type JsonRpcId} from '../mcp/json-rpc.ts'
+import {ANONYMOUS_KEY, principalLabel, type PrincipalKey} from '../sessions/principal-key.ts'
+import {logLevelRank, moreVerbose, type LogLevel} from './log-levels.ts'
 
 /**
  * Shares one stdio MCP server between many HTTP client sessions (issue 11).
@@ -7,10 +9,20 @@ import {isRecord, type JsonRpcId} from '../mcp/json-rpc.ts'
  * A stdio server speaks to exactly one peer, so every client request gets a fresh numeric id (and
  * progress token) before it reaches the server, and the client's own id is restored on the way
  * back: two clients that both send id 1 never see each other's answers. The first `initialize`
- * reaches the server; later ones are answered with its cached result. Server→client requests
- * (sampling, elicitation, roots/list) go to the session that caused them — the one with the most
- * recently started request still in flight — or to the only/most recently active session, and
- * only that session may answer them.
+ * reaches the server; later ones are answered with its cached result.
+ *
+ * Server→client requests (sampling, elicitation, roots/list) carry nothing that names the client
+ * request that caused them, so they are routed only where that cannot be wrong across callers
+ * (issue 30): to the newest in-flight request when every request in flight belongs to one
+ * principal, else — nothing in flight — to the most recently active session when every session
+ * belongs to one principal. When two principals could have caused it, the request is never
+ * guessed: the server gets a JSON-RPC error and the log says why (`run --isolation principal`
+ * gives each caller a server of its own). Only the session a request went to may answer it.
+ * A server's `ping` is answered here.
+ *
+ * Log levels are per session: `logging/setLevel` sets the sender's level and asks the server for
+ * the most verbose level any session wants; `notifications/message` reaches only the sessions
+ * whose level it meets.
  */
 
 export type Message = Record<string, unknown>
@@ -33,7 +45,10 @@ export interface MultiplexerOptions {
 
 interface Session {
   id: string
+  owner: PrincipalKey
   sink: ClientSink
+  /** Set by this session's `logging/setLevel`; unset means every message (the MCP default). */
+  logLevel: LogLevel | undefined
   pending: Set<number>
   /** Server→client requests this session must answer (server ids, as the server sent them). */
   owes: Set<JsonRpcId>
@@ -57,6 +72,8 @@ interface PendingRequest {
 export const REQUEST_TIMEOUT = -32001
 export const SERVER_UNAVAILABLE = -32002
 export const TOO_MANY_REQUESTS = -32003
+/** JSON-RPC §5.1 internal error: the bridge could not deliver a server→client request. */
+export const NOT_DELIVERED = -32603
 
 export class Multiplexer {
   private readonly sessions = new Map<string, Session>()
@@ -86,10 +103,12 @@ export class Multiplexer {
     return this.sessions.has(id)
   }
 
-  open(id: string, sink: ClientSink): void {
+  open(id: string, sink: ClientSink, owner: PrincipalKey = ANONYMOUS_KEY): void {
     this.sessions.set(id, {
       id,
+      owner,
       sink,
+      logLevel: undefined,
       pending: new Set(),
       owes: new Set(),
       subscriptions: new Set(),
@@ -203,6 +222,12 @@ export class Multiplexer {
         typeof params.uri === 'string'
       )
         req.uri = params.uri
+      if (method === 'logging/setLevel' && logLevelRank(params.level) !== undefined) {
+        // The sender's level is its own; the server is asked for the most verbose one any
+        // session wants, and notifications/message is filtered per session on the way out.
+        session.logLevel = params.level as LogLevel
+        message = {...message, params: {...params, level: this.serverLogLevel()}}
+      }
     }
     this.pending.set(globalId, req)
     session.pending.add(globalId)
@@ -321,31 +346,63 @@ export class Multiplexer {
 
   private requestFromServer(message: Message): void {
     const serverId = message.id as JsonRpcId
-    const target = this.causingRequest()
-    const session = target?.session ?? this.mostRecentSession()
-    if (!session) {
-      this.options.send(errorMessage(serverId, SERVER_UNAVAILABLE, 'no client is connected'))
+    if (message.method === 'ping') {
+      this.options.send({jsonrpc: '2.0', id: serverId, result: {}})
       return
     }
+    const target = this.addressee()
+    if (!target.ok) {
+      this.options.logger.warn('server request not delivered', {
+        method: message.method,
+        reason: target.reason,
+      })
+      this.options.send(errorMessage(serverId, target.code, target.reason))
+      return
+    }
+    const {session, clientId} = target
     this.serverRequests.set(serverId, session)
     session.owes.add(serverId)
-    session.sink.deliver(message, target?.clientId)
+    session.sink.deliver(message, clientId)
   }
 
-  /** The client request most likely to have caused a server request: the newest in flight. */
-  private causingRequest(): PendingRequest | undefined {
+  /**
+   * Where a server→client request goes: the newest request in flight (the likeliest cause) when
+   * every request in flight is one principal's; with nothing in flight, the most recently active
+   * session when every session is one principal's. Never a guess across principals.
+   */
+  private addressee():
+    | {ok: true; session: Session; clientId: JsonRpcId | undefined}
+    | {ok: false; code: number; reason: string} {
     let newest: PendingRequest | undefined
+    const owners = new Set<PrincipalKey>()
     for (const req of this.pending.values()) {
       if (req.method === 'initialize') continue
+      owners.add(req.session.owner)
       if (!newest || req.startedAt >= newest.startedAt) newest = req
     }
-    return newest
+    if (newest) {
+      if (owners.size === 1) return {ok: true, session: newest.session, clientId: newest.clientId}
+    } else {
+      let best: Session | undefined
+      for (const s of this.sessions.values()) {
+        owners.add(s.owner)
+        if (!best || s.lastActive >= best.lastActive) best = s
+      }
+      if (!best) return {ok: false, code: SERVER_UNAVAILABLE, reason: 'no client is connected'}
+      if (owners.size === 1) return {ok: true, session: best, clientId: undefined}
+    }
+    return {
+      ok: false,
+      code: NOT_DELIVERED,
+      reason: `cannot tell which of ${owners.size} callers this request is for (${[...owners].map(principalLabel).join(', ')}); it was not delivered. Run the workload with --isolation principal to give each caller its own server`,
+    }
   }
 
-  private mostRecentSession(): Session | undefined {
-    let best: Session | undefined
-    for (const s of this.sessions.values()) if (!best || s.lastActive >= best.lastActive) best = s
-    return best
+  /** The level the server is asked for: the most verbose any session wants (unset: debug). */
+  private serverLogLevel(): LogLevel {
+    let level: LogLevel = 'emergency'
+    for (const s of this.sessions.values()) level = moreVerbose(level, s.logLevel ?? 'debug')
+    return level
   }
 
   private notificationFromServer(method: string, message: Message): void {
@@ -375,7 +432,17 @@ export class Multiplexer {
       }
       return
     }
-    // list_changed, logging messages and the like concern every client.
+    if (method === 'notifications/message') {
+      // Each session hears the levels it asked for (all of them until it sets one).
+      const rank = logLevelRank(params.level)
+      for (const s of this.sessions.values()) {
+        const wanted = s.logLevel === undefined ? undefined : logLevelRank(s.logLevel)
+        if (wanted === undefined || rank === undefined || rank >= wanted)
+          s.sink.deliver(message, undefined)
+      }
+      return
+    }
+    // list_changed and the like concern every client.
     for (const s of this.sessions.values()) s.sink.deliver(message, undefined)
   }
 }

@@ -1,14 +1,23 @@
-import {randomUUID} from 'node:crypto'
 import type {IncomingMessage, ServerResponse} from 'node:http'
 import {toJsonRpcMessage, type JsonRpcId} from '../mcp/json-rpc.ts'
-import {errorMessage, type ClientSink, type Message, type Multiplexer} from './multiplexer.ts'
+import {errorMessage, type Message} from './multiplexer.ts'
 import {SseWriter} from './sse-writer.ts'
-import {answerJson, parseMessages, type BridgeLimits} from './http-common.ts'
+import {answerJson, parseMessages} from './http-common.ts'
+import type {Lane} from './lane.ts'
+import {
+  closeSession,
+  findSession,
+  openSession,
+  ownerOf,
+  type BridgeContext,
+  type BridgeSession,
+} from './bridge-sessions.ts'
 
 /**
  * MCP streamable HTTP (spec 2025-06-18 "Transports") at `/mcp` for the stdio bridge: POST carries
  * client messages and answers either as one JSON body or as an SSE stream (by `Accept`), GET opens
- * the session's standalone stream for server-initiated messages, DELETE ends the session.
+ * the session's standalone stream for server-initiated messages, DELETE ends the session. Sessions
+ * belong to the principal that initialized them (bridge-sessions.ts).
  */
 
 /** The answer to one POST that carried requests: ends when every request in it is answered. */
@@ -61,17 +70,21 @@ class PostAnswer {
   }
 }
 
-class HttpSession implements ClientSink {
+class HttpSession implements BridgeSession {
   readonly streams = new Map<JsonRpcId, PostAnswer>()
   standalone: SseWriter | undefined
-  lastSeen = Date.now()
+  lane: Lane | undefined = undefined
 
   readonly id: string
-  private readonly onEnd: () => void
+  private readonly onEnd: (session: HttpSession) => void
 
-  constructor(id: string, onEnd: () => void) {
+  constructor(id: string, onEnd: (session: HttpSession) => void) {
     this.id = id
     this.onEnd = onEnd
+  }
+
+  busy(): boolean {
+    return this.streams.size > 0 || (this.standalone !== undefined && !this.standalone.closed)
   }
 
   deliver(message: Message, related: JsonRpcId | undefined): void {
@@ -89,26 +102,15 @@ class HttpSession implements ClientSink {
     this.standalone?.end()
     for (const post of this.streams.values()) post.finish()
     this.streams.clear()
-    this.onEnd()
+    this.onEnd(this)
   }
 }
 
-// Clients often just go away without DELETE: a session with no open stream, no request in flight
-// and no request for this long is ended, so abandoned sessions never fill the session limit.
-export const SESSION_IDLE_MS = 10 * 60_000
-
 export class StreamableHttpEndpoint {
-  private readonly sessions = new Map<string, HttpSession>()
-  private readonly sweep: NodeJS.Timeout
+  private readonly ctx: BridgeContext
 
-  private readonly mux: Multiplexer
-  private readonly limits: BridgeLimits
-
-  constructor(mux: Multiplexer, limits: BridgeLimits) {
-    this.mux = mux
-    this.limits = limits
-    this.sweep = setInterval(() => this.expireIdle(), 60_000)
-    this.sweep.unref()
+  constructor(ctx: BridgeContext) {
+    this.ctx = ctx
   }
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -119,26 +121,8 @@ export class StreamableHttpEndpoint {
     answerJson(res, 405, errorMessage(null, -32000, 'Method not allowed'))
   }
 
-  closeAll(): void {
-    clearInterval(this.sweep)
-    for (const session of [...this.sessions.values()]) session.end()
-  }
-
-  /** Ends sessions nobody has used for SESSION_IDLE_MS (no stream open, nothing in flight). */
-  expireIdle(now = Date.now()): number {
-    let ended = 0
-    for (const session of [...this.sessions.values()]) {
-      const open = session.streams.size > 0 || (session.standalone && !session.standalone.closed)
-      if (open || now - session.lastSeen < SESSION_IDLE_MS) continue
-      this.mux.close(session.id, 'session expired')
-      session.end()
-      ended++
-    }
-    return ended
-  }
-
   private async post(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const parsed = await parseMessages(req, res, this.limits.maxBodyBytes)
+    const parsed = await parseMessages(req, res, this.ctx.maxBodyBytes)
     if (!parsed) return
     const {messages, batch} = parsed
     const init = messages.find((m) => m.method === 'initialize' && 'id' in m)
@@ -151,15 +135,18 @@ export class StreamableHttpEndpoint {
           errorMessage(null, -32600, 'initialize must be sent alone and without Mcp-Session-Id'),
         )
       }
-      if (this.sessions.size >= this.limits.maxSessions) {
-        res.setHeader('retry-after', '5')
-        return answerJson(res, 503, errorMessage(null, -32000, 'too many sessions'))
-      }
-      session = this.openSession()
+      session = await openSession(
+        this.ctx,
+        ownerOf(req),
+        res,
+        (id) => new HttpSession(id, (s) => closeSession(this.ctx, s, 'session ended')),
+      )
+      if (!session) return
     } else {
       session = this.sessionOf(req, res)
       if (!session) return
     }
+    const mux = session.lane!.mux
     const requestIds = new Set<JsonRpcId>()
     for (const m of messages) {
       const kind = toJsonRpcMessage(m)
@@ -170,8 +157,9 @@ export class StreamableHttpEndpoint {
         requestIds.add(kind.message.id)
       }
     }
+    if (requestIds.size > 0 && !init) this.ctx.table.markUsed(session.id)
     if (requestIds.size === 0) {
-      for (const m of messages) this.mux.fromClient(session.id, m)
+      for (const m of messages) mux.fromClient(session.id, m)
       res.writeHead(202, {'mcp-session-id': session.id}).end()
       return
     }
@@ -184,7 +172,9 @@ export class StreamableHttpEndpoint {
         errorMessage(null, -32000, 'Accept must allow application/json or text/event-stream'),
       )
     }
-    const writer = sse ? new SseWriter(res, {'mcp-session-id': session.id}) : undefined
+    const writer = sse
+      ? new SseWriter(res, {'mcp-session-id': session.id}, this.ctx.budget)
+      : undefined
     const answer = new PostAnswer(requestIds, res, writer, batch, session)
     for (const id of requestIds) session.streams.set(id, answer)
     res.on('close', () => {
@@ -192,10 +182,10 @@ export class StreamableHttpEndpoint {
       // The client stopped listening: its requests are cancelled on the server.
       for (const id of answer.remaining) {
         session.streams.delete(id)
-        this.mux.abandon(session.id, id)
+        mux.abandon(session.id, id)
       }
     })
-    for (const m of messages) this.mux.fromClient(session.id, m)
+    for (const m of messages) mux.fromClient(session.id, m)
   }
 
   private get(req: IncomingMessage, res: ServerResponse): void {
@@ -211,23 +201,14 @@ export class StreamableHttpEndpoint {
         errorMessage(null, -32000, 'this session already has a standalone stream'),
       )
     }
-    session.standalone = new SseWriter(res, {'mcp-session-id': session.id})
+    session.standalone = new SseWriter(res, {'mcp-session-id': session.id}, this.ctx.budget)
   }
 
   private delete(req: IncomingMessage, res: ServerResponse): void {
     const session = this.sessionOf(req, res)
     if (!session) return
-    this.mux.close(session.id, 'session deleted')
     session.end()
     res.writeHead(200).end()
-  }
-
-  private openSession(): HttpSession {
-    const id = randomUUID()
-    const session = new HttpSession(id, () => this.sessions.delete(id))
-    this.sessions.set(id, session)
-    this.mux.open(id, session)
-    return session
   }
 
   private sessionOf(req: IncomingMessage, res: ServerResponse): HttpSession | undefined {
@@ -236,9 +217,6 @@ export class StreamableHttpEndpoint {
       answerJson(res, 400, errorMessage(null, -32000, 'Mcp-Session-Id header is required'))
       return undefined
     }
-    const session = this.sessions.get(id)
-    if (!session) answerJson(res, 404, errorMessage(null, -32001, 'Session not found'))
-    else session.lastSeen = Date.now()
-    return session
+    return findSession<HttpSession>(this.ctx, id, req, res)
   }
 }

@@ -19,6 +19,7 @@ import {
 } from './hop-by-hop.ts'
 import {logPath} from './log-path.ts'
 import type {ResponseRewriter} from './types.ts'
+import type {GuardTicket} from '../sessions/session-guard.ts'
 import {isConnectFailure, type Upstream} from './upstream.ts'
 
 /** Per request: whether the client left, the signal for token calls, the upstream call in flight. */
@@ -57,6 +58,8 @@ export interface Forwarding {
   rewrite: ResponseRewriter | undefined
   /** Whether an upstream 401 may still be retried once with refreshed credentials. */
   retry: boolean
+  /** The session guard's view of this exchange (sessions/session-guard.ts). */
+  ticket?: GuardTicket | undefined
 }
 
 export type Forward = (req: IncomingMessage, res: ServerResponse, f: Forwarding) => Promise<void>
@@ -91,8 +94,14 @@ export function createForwarder(deps: {
           retry = true
           return discard()
         }
+        const refusal = f.ticket?.onHead(statusCode, rawHeaders)
+        if (refusal) {
+          answer(res, refusal.status, refusal.body, refusal.headers)
+          return discard()
+        }
         return responseSink(res, statusCode, rawHeaders, f.rewrite)
       },
+      f.ticket,
     )
     f.state.call = call
     if (f.state.gone) call.cancel(new Error('client closed the connection'))

@@ -59,11 +59,19 @@ class ForwardHandler implements UpstreamHandler {
   onHead: OnResponseHead
   resolve: () => void
   reject: (err: Error) => void
+  /** Sees the body bytes too (the session guard, on a legacy SSE stream); read per chunk. */
+  watcher: BodyWatcher | undefined
 
-  constructor(onHead: OnResponseHead, resolve: () => void, reject: (err: Error) => void) {
+  constructor(
+    onHead: OnResponseHead,
+    resolve: () => void,
+    reject: (err: Error) => void,
+    watcher: BodyWatcher | undefined,
+  ) {
     this.onHead = onHead
     this.resolve = resolve
     this.reject = reject
+    this.watcher = watcher
   }
 
   /** Cancels the upstream request (client gone, request body failed); the caller sees `reason`. */
@@ -101,6 +109,7 @@ class ForwardHandler implements UpstreamHandler {
       return false
     }
     countForwarded(chunk.length)
+    this.watcher?.observe?.(chunk)
     if (sink.write(chunk)) return true
     if (!this.waitingDrain) {
       this.waitingDrain = true
@@ -144,14 +153,20 @@ export interface ForwardCall {
   sink(): Writable | undefined
 }
 
+/** Something that may want to see a response body as it passes (set once the head arrived). */
+export interface BodyWatcher {
+  observe: ((chunk: Buffer) => void) | undefined
+}
+
 export function forwardRequest(
   dispatcher: UpstreamDispatcher,
   request: ForwardRequest,
   onHead: OnResponseHead,
+  watcher?: BodyWatcher,
 ): ForwardCall {
   let handler!: ForwardHandler
   const done = new Promise<void>((resolve, reject) => {
-    handler = new ForwardHandler(onHead, resolve, reject)
+    handler = new ForwardHandler(onHead, resolve, reject, watcher)
   })
   const body = request.body
   if (body && !Buffer.isBuffer(body)) {

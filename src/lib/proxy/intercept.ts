@@ -4,6 +4,7 @@ import {buildCredentials, type CredentialSources} from './credentials.ts'
 import {callJsonRpc} from './mcp-call.ts'
 import type {InterceptDecision, RequestInterceptor} from './types.ts'
 import type {Upstream} from './upstream.ts'
+import {encodePrincipalField, PRINCIPAL_FIELD, principalKey} from '../sessions/principal-key.ts'
 
 /** Session fields the interceptor's own upstream calls carry, so the target answers in the client's session. */
 const SESSION_FIELDS = ['mcp-session-id', 'mcp-protocol-version']
@@ -23,7 +24,13 @@ export type InterceptStep = (
  */
 export function createInterceptStep(
   interceptor: RequestInterceptor,
-  deps: {upstream: Upstream; credentials: CredentialSources; outgoingAuth: boolean},
+  deps: {
+    upstream: Upstream
+    credentials: CredentialSources
+    outgoingAuth: boolean
+    /** The target is `run`'s bridge: name the principal as forwarded requests do. */
+    principalField: boolean
+  },
 ): InterceptStep {
   const {upstream, credentials, outgoingAuth} = deps
   return (req, principal, body, targetHeaders) => {
@@ -46,6 +53,8 @@ export function createInterceptStep(
         // requests; it must see it on this call too, or a target that checks it answers 401.
         if (!outgoingAuth && typeof targetHeaders.authorization === 'string')
           headers.authorization = targetHeaders.authorization
+        if (deps.principalField)
+          headers[PRINCIPAL_FIELD] = encodePrincipalField(principalKey(principal))
         const creds = await buildCredentials(credentials, req.headers.authorization)
         return callJsonRpc({
           dispatcher: upstream.dispatcher,

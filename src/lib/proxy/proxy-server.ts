@@ -35,6 +35,9 @@ import {
 import type {RequestInterceptor, ResponseRewriter, UpstreamTokenSource} from './types.ts'
 import {DEFAULT_TIMEOUTS, createUpstream, type UpstreamTimeouts} from './upstream.ts'
 import {serveWellKnown, wellKnownDocument} from './well-known.ts'
+import {encodePrincipalField, PRINCIPAL_FIELD, principalKey} from '../sessions/principal-key.ts'
+import {SessionGuard, type GuardTicket} from '../sessions/session-guard.ts'
+import type {SessionLimits} from '../sessions/session-table.ts'
 
 export interface ProxyConfig {
   name: string
@@ -73,6 +76,8 @@ export interface ProxyConfig {
   /** Grace period for in-flight requests on close. */
   drainMs?: number
   timeouts?: UpstreamTimeouts
+  /** Sessions per principal and in total, and their expiry (sessions/session-table.ts). */
+  sessionLimits?: Partial<SessionLimits>
 }
 
 export interface ProxyDeps {
@@ -120,6 +125,12 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
   // would let the target replay it (MCP authorization: no token passthrough).
   if (outgoingAuth || (authOn && !config.forwardIncomingToken)) drop.add('authorization')
   for (const h of config.forwardHeaders) drop.add(h.name)
+  // Only the front names the principal to `run`'s bridge; a client-sent copy never passes.
+  drop.add(PRINCIPAL_FIELD)
+  // Sessions an upstream creates are tied to the principal that created them (issue 30). The
+  // stdio bridge behind a private socket keeps its own sessions and is told the principal.
+  const bridged = config.targetSocketPath !== undefined
+  const guard = bridged ? undefined : new SessionGuard(log, config.sessionLimits)
   const exchangeHeader = config.tokenExchange?.config.headerName?.toLowerCase()
   if (exchangeHeader) drop.add(exchangeHeader)
   // A body is read whole when something must see it: the interceptor, or a refreshing token
@@ -142,7 +153,12 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     log,
   })
   const intercept = config.interceptor
-    ? createInterceptStep(config.interceptor, {upstream, credentials: config, outgoingAuth})
+    ? createInterceptStep(config.interceptor, {
+        upstream,
+        credentials: config,
+        outgoingAuth,
+        principalField: bridged,
+      })
     : undefined
   const forward = createForwarder({upstream, credentials: config, log})
 
@@ -161,11 +177,25 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     if (admission instanceof Promise) admission = await admission
     if (!admission.ok) return
 
+    // 3b. The session named must be the caller's own (issue 30).
+    let ticket: GuardTicket | undefined
+    if (guard) {
+      const outcome = guard.check(req, principalKey(admission.principal))
+      if (!outcome.ok) {
+        const r = outcome.refusal
+        answer(res, r.status, r.body, r.headers)
+        return
+      }
+      ticket = outcome.ticket
+      res.once('close', ticket.done)
+    }
+
     let body = takeRequestBody(req, res, limit, mustSee, config.bodyIdleMs)
     if (body instanceof Promise) body = await body
     if (body === REFUSED) return
 
     const headers = requestHeadersForTarget(req.headers, drop)
+    if (bridged) headers[PRINCIPAL_FIELD] = encodePrincipalField(principalKey(admission.principal))
     // The interceptor's rewriters read the body as text: ask for it uncoded (RFC 9110 §12.5.3).
     if (intercept) headers['accept-encoding'] = 'identity'
 
@@ -210,7 +240,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     }
 
     // 7. Forward, streaming.
-    await forward(req, res, {headers, outgoing, body, state, rewrite, retry: true})
+    await forward(req, res, {headers, outgoing, body, state, rewrite, retry: true, ticket})
   }
 
   const server = createServer({...SERVER_LIMITS, ...config.serverLimits}, (req, res) => {
@@ -258,6 +288,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     port: info.port,
     close() {
       closing ??= (async () => {
+        guard?.close()
         await closeGracefully(server, config.drainMs ?? 10_000)
         await upstream.close().catch(() => undefined)
         await authenticator?.close().catch(() => undefined)

@@ -1,18 +1,26 @@
 import {connect} from 'node:net'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {startBridge, type Bridge} from '../bridge/bridge-server.ts'
+import {
+  IsolatedLanes,
+  type IsolatedProcessInfo,
+  type IsolationMode,
+} from '../bridge/isolated-lanes.ts'
+import {SharedLane, type LaneOptions} from '../bridge/lane.ts'
 import {ToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
+import {principalLabel} from '../sessions/principal-key.ts'
 import type {ExitInfo, ServerProcess} from '../supervisor/server-process.ts'
-import {spawnServer} from '../supervisor/server-process.ts'
+import {spawnServer, stopServer} from '../supervisor/server-process.ts'
 import {Supervisor, type RestartPolicy} from '../supervisor/supervisor.ts'
 import type {RotatingLog} from '../supervisor/rotating-log.ts'
 import {describeExit} from './exit-text.ts'
 
 /**
  * The upstream of a local workload: the server process under a Supervisor and, for stdio servers,
- * the bridge that gives it an HTTP face on a private socket. The proxy pipeline in front of it is
- * the same as `toolgate proxy`'s.
+ * the bridge that gives it an HTTP face on a private socket — or, with `--isolation principal|
+ * session`, a process per caller or per session behind that bridge (bridge/isolated-lanes.ts).
+ * The proxy pipeline in front of it is the same as `toolgate proxy`'s.
  */
 
 export interface LocalServerSpec {
@@ -25,6 +33,11 @@ export interface LocalServerSpec {
   restart: RestartPolicy
   /** How long a new server may take to be usable (HTTP: its port accepts connections). */
   startupTimeoutMs: number
+  /** stdio servers: one process for everyone, per principal or per session. */
+  isolation: IsolationMode
+  idleTimeoutMs: number
+  maxProcesses: number
+  stopTimeoutMs: number
 }
 
 export interface LocalServerHooks {
@@ -35,12 +48,15 @@ export interface LocalServerHooks {
   echo?: (chunk: Uint8Array) => void
   onStarted: (pid: number | undefined) => void
   onExited: (info: ExitInfo, restarting: boolean) => void
+  /** Isolated processes started, stopped or changed owner. */
+  onProcesses?: (processes: IsolatedProcessInfo[]) => void
 }
 
 export interface LocalServer {
   targetUri: string
   targetSocketPath?: string
-  supervisor: Supervisor
+  /** The one server process (shared isolation, HTTP servers); undefined when isolated. */
+  currentPid(): number | undefined
   close(stopTimeoutMs: number): Promise<ExitInfo | undefined>
 }
 
@@ -55,14 +71,6 @@ export async function startLocalServer(
   if (!command) throw new ToolgateError('ERR_USAGE', 'no server command given after --')
   const {logger, serverLog} = hooks
   const stdio = spec.transport === 'stdio'
-  const bridge: Bridge | undefined = stdio
-    ? await startBridge({
-        logger,
-        requestTimeoutMs: spec.requestTimeoutMs,
-        maxBodyBytes: spec.maxBodyBytes,
-        onNoise: (line) => serverLog.line(`[stdout, not JSON-RPC] ${line}`),
-      })
-    : undefined
   const env = stdio
     ? spec.env
     : {...spec.env, PORT: String(spec.targetPort), MCP_PORT: String(spec.targetPort)}
@@ -70,13 +78,27 @@ export async function startLocalServer(
     serverLog.write(chunk)
     hooks.echo?.(chunk)
   }
+  const spawn = () => spawnServer({command, args, env, stdinOpen: stdio})
+  const laneOptions: LaneOptions = {
+    logger,
+    requestTimeoutMs: spec.requestTimeoutMs,
+    onNoise: (line) => serverLog.line(`[stdout, not JSON-RPC] ${line}`),
+  }
+  if (stdio && spec.isolation !== 'shared') {
+    return startIsolated(spec, hooks, {spawn, record, laneOptions})
+  }
+
+  const shared = stdio ? new SharedLane(laneOptions) : undefined
+  const bridge: Bridge | undefined = shared
+    ? await startBridge({logger, maxBodyBytes: spec.maxBodyBytes}, shared)
+    : undefined
   const supervisor = new Supervisor({
     logger,
     policy: spec.restart,
-    spawn: () => spawnServer({command, args, env, stdinOpen: stdio}),
+    spawn,
     onStarted: (server: ServerProcess) => {
       server.child.stderr?.on('data', record)
-      if (bridge) bridge.attach({stdin: server.child.stdin!, stdout: server.child.stdout!})
+      if (shared) shared.lane.attach({stdin: server.child.stdin!, stdout: server.child.stdout!})
       else server.child.stdout?.on('data', record)
       logger.info('server started', {pid: server.child.pid})
       hooks.onStarted(server.child.pid)
@@ -85,7 +107,7 @@ export async function startLocalServer(
       const text = describeExit(info)
       serverLog.line(`[toolgate] MCP server ${text}`)
       logger.warn('server exited', {code: info.code, signal: info.signal, restarting})
-      bridge?.detach(`MCP server ${text}`)
+      shared?.lane.detach(`MCP server ${text}`)
       hooks.onExited(info, restarting)
     },
   })
@@ -111,9 +133,61 @@ export async function startLocalServer(
     await close(2_000)
     throw err
   }
+  const currentPid = () => supervisor.current?.child.pid
   return bridge
-    ? {targetUri: 'http://localhost', targetSocketPath: bridge.socketPath, supervisor, close}
-    : {targetUri: `http://127.0.0.1:${spec.targetPort}`, supervisor, close}
+    ? {targetUri: 'http://localhost', targetSocketPath: bridge.socketPath, currentPid, close}
+    : {targetUri: `http://127.0.0.1:${spec.targetPort}`, currentPid, close}
+}
+
+/** `--isolation principal|session`: processes started per owner behind one bridge. */
+async function startIsolated(
+  spec: LocalServerSpec,
+  hooks: LocalServerHooks,
+  parts: {
+    spawn: () => Promise<ServerProcess>
+    record: (chunk: Uint8Array) => void
+    laneOptions: LaneOptions
+  },
+): Promise<LocalServer> {
+  const {logger, serverLog} = hooks
+  const lanes = new IsolatedLanes({
+    mode: spec.isolation as 'principal' | 'session',
+    lane: parts.laneOptions,
+    logger,
+    maxProcesses: spec.maxProcesses,
+    idleTimeoutMs: spec.idleTimeoutMs,
+    spawn: async () => {
+      const server = await parts.spawn()
+      server.child.stderr?.on('data', parts.record)
+      return server
+    },
+    stop: (server) => stopServer(server, spec.stopTimeoutMs),
+    onExit: (server, info, owner) => {
+      const who = owner === undefined ? 'unused' : `of ${principalLabel(owner)}`
+      serverLog.line(
+        `[toolgate] MCP server process ${server.child.pid} (${who}) ${describeExit(info)}`,
+      )
+    },
+    ...(hooks.onProcesses ? {onChange: hooks.onProcesses} : {}),
+  })
+  const bridge = await startBridge({logger, maxBodyBytes: spec.maxBodyBytes}, lanes)
+  try {
+    await lanes.start()
+  } catch (err) {
+    await bridge.close()
+    const exit = (err as {exit?: ExitInfo}).exit
+    if (!exit) throw err
+    throw new ToolgateError('ERR_UPSTREAM', `the MCP server ${describeExit(exit)} while starting`)
+  }
+  return {
+    targetUri: 'http://localhost',
+    targetSocketPath: bridge.socketPath,
+    currentPid: () => undefined,
+    close: async () => {
+      await bridge.close()
+      return undefined
+    },
+  }
 }
 
 /** Resolves undefined once the port accepts a connection; the exit info if the server died first. */

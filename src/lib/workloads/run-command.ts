@@ -34,6 +34,9 @@ export type RunFlags = Omit<PipelineFlags, 'target-uri'> & {
   'stop-timeout': string
   'startup-timeout': string
   restart: string
+  isolation?: string | undefined
+  'idle-timeout': string
+  'max-processes': number
 }
 
 export function runInput(name: string, rest: string[], flags: RunFlags): RunInput {
@@ -59,6 +62,9 @@ export function runInput(name: string, rest: string[], flags: RunFlags): RunInpu
     stopTimeout: flags['stop-timeout'],
     startupTimeout: flags['startup-timeout'],
     restart: flags.restart,
+    isolation: flags.isolation,
+    idleTimeout: flags['idle-timeout'],
+    maxProcesses: flags['max-processes'],
     flags,
   }
 }

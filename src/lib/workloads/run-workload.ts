@@ -10,6 +10,7 @@ import {
 import type {ExitInfo} from '../supervisor/server-process.ts'
 import type {RestartPolicy} from '../supervisor/supervisor.ts'
 import type {RotatingLog} from '../supervisor/rotating-log.ts'
+import type {IsolationMode} from '../bridge/isolated-lanes.ts'
 import {startLocalServer, type LocalServer} from './local-server.ts'
 import {
   processStartTime,
@@ -41,6 +42,10 @@ export interface WorkloadSpec {
   stopTimeoutMs: number
   startupTimeoutMs: number
   restart: RestartPolicy
+  /** stdio servers: one process shared, per principal, or per session (issue 30). */
+  isolation: IsolationMode
+  idleTimeoutMs: number
+  maxProcesses: number
   /** The pipeline flags (incoming auth, authz, outgoing auth, limits); target and port are set here. */
   flags: PipelineFlags
   proxyPort?: number
@@ -100,6 +105,7 @@ export async function startWorkload(
     supervisorPid: process.pid,
     ...startTimeOf(process.pid),
     ...(spec.command ? {command: spec.command} : {}),
+    ...(spec.transport === 'stdio' ? {isolation: spec.isolation} : {}),
     ...(spec.url ? {remoteUrl: spec.url} : {}),
     ...(spec.secretNames.length ? {secrets: spec.secretNames} : {}),
     createdAt: now,
@@ -155,6 +161,10 @@ export async function startWorkload(
           maxBodyBytes: spec.flags['max-request-body-size'] || 8 * 1024 * 1024,
           restart: spec.restart,
           startupTimeoutMs: spec.startupTimeoutMs,
+          isolation: spec.isolation,
+          idleTimeoutMs: spec.idleTimeoutMs,
+          maxProcesses: spec.maxProcesses,
+          stopTimeoutMs: spec.stopTimeoutMs,
         },
         {
           logger,
@@ -165,6 +175,7 @@ export async function startWorkload(
             if (restarting) void save({serverPid: undefined, lastExitCode: info.code})
             else void end('exited', info)
           },
+          onProcesses: (processes) => void (ending || save({processes})),
         },
       )
     }
@@ -207,7 +218,7 @@ export async function startWorkload(
     url: spec.transport === 'remote' ? remoteClientUrl(proxy.url, spec.url!) : proxy.url + path,
     port: proxy.port,
     incomingAuth: incomingAuthEnabled(config.oidc),
-    serverPid: local?.supervisor.current?.child.pid,
+    serverPid: local?.currentPid(),
   })
   return {
     state,

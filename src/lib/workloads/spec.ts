@@ -13,6 +13,7 @@ import {
 } from './from-registry.ts'
 import {buildServerEnv, parseEnvAssignment, parseSecretMapping} from './server-env.ts'
 import {validateWorkloadName, type WorkloadTransport} from './state.ts'
+import type {IsolationMode} from '../bridge/isolated-lanes.ts'
 
 /**
  * `toolgate run` flags → a WorkloadSpec, with every check that can fail done before anything
@@ -36,7 +37,41 @@ export interface RunInput {
   stopTimeout: string
   startupTimeout: string
   restart: string
+  /** `--isolation`; undefined: principal with incoming auth, shared without (contract §8). */
+  isolation?: string | undefined
+  idleTimeout: string
+  maxProcesses: number
   flags: Omit<PipelineFlags, 'target-uri'>
+}
+
+const ISOLATION_MODES: readonly IsolationMode[] = ['shared', 'principal', 'session']
+
+/** The isolation a stdio workload gets: the flag, else `principal` when callers are authenticated. */
+export function isolationOf(input: RunInput): IsolationMode {
+  if (input.isolation !== undefined) return input.isolation as IsolationMode
+  const f = input.flags
+  const authOn = Boolean(f['oidc-issuer'] || f['oidc-jwks-url'] || f['oidc-introspection-url'])
+  return authOn ? 'principal' : 'shared'
+}
+
+function checkIsolation(input: RunInput, transport: string): void {
+  if (input.isolation !== undefined) {
+    if (!ISOLATION_MODES.includes(input.isolation as IsolationMode))
+      throw usage(
+        `--isolation: "${input.isolation.slice(0, 40)}" is not a mode; use shared, principal or session`,
+      )
+    if (transport !== 'stdio')
+      throw usage(
+        `--isolation: only for stdio servers (this one is ${transport}); one process serves every caller`,
+      )
+  }
+  if (!Number.isInteger(input.maxProcesses) || input.maxProcesses < 1)
+    throw usage('--max-processes: give a whole number of at least 1')
+  parseDuration(input.idleTimeout, '--idle-timeout')
+  if (input.restart !== 'no' && transport === 'stdio' && isolationOf(input) !== 'shared')
+    throw usage(
+      `--restart: only with --isolation shared; with --isolation ${isolationOf(input)} a caller's next initialize starts a new process`,
+    )
 }
 
 function usage(message: string): ToolgateError {
@@ -66,6 +101,8 @@ export function checkRunInput(input: RunInput): WorkloadTransport {
       throw usage(`--url: "${input.url.slice(0, 100)}" is not a URL`)
     }
     if (u.protocol !== 'https:' && u.protocol !== 'http:') throw usage('--url: must be http(s)')
+    if (input.isolation !== undefined)
+      throw usage('--isolation: only for stdio servers; --url fronts one remote server')
     return 'remote'
   }
   if (input.registry) return 'stdio' // or remote: known once the entry is fetched
@@ -84,6 +121,7 @@ export function checkRunInput(input: RunInput): WorkloadTransport {
   input.env.forEach(parseEnvAssignment)
   input.secrets.forEach(parseSecretMapping)
   parseRestartPolicy(input.restart)
+  checkIsolation(input, transport)
   for (const [flag, value] of [
     ['--request-timeout', input.requestTimeout],
     ['--stop-timeout', input.stopTimeout],
@@ -107,6 +145,7 @@ export async function buildWorkloadSpec(
     transport = resolution.transport
     url = resolution.url
     command = resolution.command ?? []
+    if (transport !== 'stdio') checkIsolation(input, transport)
     if (url && (input.env.length || input.envFile || input.secrets.length))
       throw usage(
         `--from-registry: ${resolution.serverName} is a remote server; -e, --env-file and --secret do not apply`,
@@ -136,6 +175,9 @@ export async function buildWorkloadSpec(
     stopTimeoutMs: parseDuration(input.stopTimeout, '--stop-timeout'),
     startupTimeoutMs: parseDuration(input.startupTimeout, '--startup-timeout'),
     restart: parseRestartPolicy(input.restart),
+    isolation: transport === 'stdio' ? isolationOf(input) : 'shared',
+    idleTimeoutMs: parseDuration(input.idleTimeout, '--idle-timeout'),
+    maxProcesses: input.maxProcesses,
     flags: {...input.flags, 'target-uri': url ?? 'http://localhost'} as PipelineFlags,
   }
 }

@@ -129,6 +129,12 @@ describe('proxy forwarding', () => {
   })
 
   it('passes MCP session, protocol-version, Mcp-* and Last-Event-ID headers both ways', async () => {
+    // The session is created through the proxy first: an id it never saw created is refused.
+    upstream.respond((_req, res) => {
+      res.writeHead(200, {'content-type': 'application/json', 'mcp-session-id': 'sess-1'})
+      res.end('{}')
+    })
+    await send(proxy.url, {body: '{"jsonrpc":"2.0","id":0,"method":"initialize"}'})
     upstream.respond((_req, res) => {
       res.writeHead(200, {
         'content-type': 'application/json',
@@ -443,7 +449,10 @@ describe('request interceptor seam', () => {
       req.on('data', (c: Buffer) => chunks.push(c))
       req.on('end', () => {
         const msg = JSON.parse(Buffer.concat(chunks).toString())
-        if (msg.method === 'tools/list') {
+        if (msg.method === 'initialize') {
+          res.writeHead(200, {'content-type': 'application/json', 'mcp-session-id': 's-1'})
+          res.end('{}')
+        } else if (msg.method === 'tools/list') {
           res.writeHead(200, {'content-type': 'text/event-stream'})
           res.end(
             `event: message\ndata: ${JSON.stringify({jsonrpc: '2.0', id: msg.id, result: {tools: [], session: req.headers['mcp-session-id']}})}\n\n`,
@@ -456,7 +465,8 @@ describe('request interceptor seam', () => {
     })
     const {proxy} = await proxyFor(upstream.url, {
       interceptor: {
-        async intercept(_req, callUpstream) {
+        async intercept(req, callUpstream) {
+          if (req.headers['mcp-session-id'] === undefined) return {action: 'forward'}
           const list = (await callUpstream({jsonrpc: '2.0', id: 7, method: 'tools/list'})) as {
             result: {session: string}
           }
@@ -476,6 +486,7 @@ describe('request interceptor seam', () => {
       },
     })
     try {
+      await send(proxy.url, {body: '{"jsonrpc":"2.0","id":0,"method":"initialize"}'})
       const res = await send(proxy.url, {
         headers: {'mcp-session-id': 's-1'},
         body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}',
