@@ -1,7 +1,7 @@
 # Installs the toolgate standalone executable (no Node.js needed) on Windows.
 #
 #   irm https://github.com/toolgate/toolgate/releases/latest/download/install.ps1 | iex
-#   .\install.ps1 [-Version X.Y.Z] [-BaseUrl URL] [-Prefix DIR]
+#   .\install.ps1 [-Version X.Y.Z] [-BaseUrl URL] [-Prefix DIR] [-Insecure]
 #
 # Downloads SHA256SUMS and the win-x64 archive from the base URL (-BaseUrl, else
 # $env:TOOLGATE_INSTALL_BASE_URL, else the project's release page), checks the archive against
@@ -11,7 +11,9 @@
 param(
   [string]$Version = '',
   [string]$BaseUrl = $env:TOOLGATE_INSTALL_BASE_URL,
-  [string]$Prefix = (Join-Path $HOME '.local\bin')
+  [string]$Prefix = (Join-Path $HOME '.local\bin'),
+  # Accept a plain-http -BaseUrl on another host (the checksum then proves nothing).
+  [switch]$Insecure
 )
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
@@ -29,6 +31,12 @@ if (-not $BaseUrl) {
   $BaseUrl = if ($Version) { "$Releases/download/v$Version" } else { "$Releases/latest/download" }
 }
 if ($BaseUrl -notmatch '^https?://') { Fail "-BaseUrl must be an http(s) URL (got `"$BaseUrl`")" }
+# Plain http lets anyone on the path swap the archive and SHA256SUMS together: only this
+# machine's loopback, or with -Insecure.
+if ($BaseUrl -match '^http://' -and -not $Insecure -and
+    $BaseUrl -notmatch '^http://(127\.0\.0\.1|localhost|\[::1\])(:[0-9]+)?(/|$)') {
+  Fail "-BaseUrl $BaseUrl is plain http: anyone on the network path could replace the download and its SHA256SUMS together. Use https, or pass -Insecure to accept that"
+}
 $BaseUrl = $BaseUrl.TrimEnd('/')
 
 # Only an x64 build exists; Windows on Arm runs it under its x64 emulation.

@@ -2,7 +2,7 @@
 # Installs the toolgate standalone executable (no Node.js needed) on Linux and macOS.
 #
 #   curl -fsSL https://github.com/toolgate/toolgate/releases/latest/download/install.sh | sh
-#   sh install.sh [--version X.Y.Z] [--base-url URL] [--prefix DIR]
+#   sh install.sh [--version X.Y.Z] [--base-url URL] [--prefix DIR] [--insecure]
 #
 # It detects the OS and CPU, downloads SHA256SUMS and this platform's archive from the base URL
 # (--base-url, else $TOOLGATE_INSTALL_BASE_URL, else the project's release page), checks the
@@ -15,6 +15,7 @@ RELEASES="https://github.com/toolgate/toolgate/releases"
 version=""
 base_url="${TOOLGATE_INSTALL_BASE_URL:-}"
 prefix="${HOME:-}/.local/bin"
+insecure=0
 
 die() {
   printf 'install.sh: %s\n' "$*" >&2
@@ -23,12 +24,14 @@ die() {
 
 usage() {
   cat <<'EOF'
-Usage: install.sh [--version X.Y.Z] [--base-url URL] [--prefix DIR]
+Usage: install.sh [--version X.Y.Z] [--base-url URL] [--prefix DIR] [--insecure]
 
   --version X.Y.Z  the release to install (default: the latest)
-  --base-url URL   where the release files and SHA256SUMS are
+  --base-url URL   where the release files and SHA256SUMS are, https (plain http only on
+                   this machine's loopback, or with --insecure)
                    (default: $TOOLGATE_INSTALL_BASE_URL, else the project's release page)
   --prefix DIR     the directory to install `toolgate` into (default: ~/.local/bin)
+  --insecure       accept a plain-http base URL on another host
 EOF
 }
 
@@ -40,6 +43,7 @@ while [ $# -gt 0 ]; do
     --base-url=*) base_url="${1#*=}"; shift ;;
     --prefix) [ $# -ge 2 ] || die "--prefix needs a value"; prefix="$2"; shift 2 ;;
     --prefix=*) prefix="${1#*=}"; shift ;;
+    --insecure) insecure=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
@@ -56,7 +60,23 @@ if [ -z "$base_url" ]; then
   if [ -n "$version" ]; then base_url="$RELEASES/download/v$version"; else base_url="$RELEASES/latest/download"; fi
 fi
 case "$base_url" in
-  https://* | http://*) ;;
+  https://*) ;;
+  http://*)
+    # Plain http lets anyone on the path swap the archive and SHA256SUMS together, so the
+    # checksum proves nothing: only this machine's loopback, or when the user says so.
+    hostport="${base_url#http://}"
+    hostport="${hostport%%/*}"
+    port=""
+    case "$hostport" in
+      127.0.0.1 | localhost | "[::1]") ;;
+      127.0.0.1:* | localhost:* | "[::1]":*) port="${hostport##*:}" ;;
+      *) hostport="" ;;
+    esac
+    case "$port" in *[!0-9]*) hostport="" ;; esac
+    if [ -z "$hostport" ] && [ "$insecure" != 1 ]; then
+      die "--base-url $base_url is plain http: anyone on the network path could replace the download and its SHA256SUMS together. Use https, or pass --insecure to accept that"
+    fi
+    ;;
   *) die "--base-url must be an http(s) URL (got \"$base_url\")" ;;
 esac
 base_url="${base_url%/}"

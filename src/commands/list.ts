@@ -17,19 +17,20 @@ export default class List extends BaseCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(List)
-    const {workloadRows} = await import('../lib/workloads/manage.ts')
+    const {isolationText, workloadRows} = await import('../lib/workloads/manage.ts')
     const rows = await workloadRows(flags.all)
     if (flags.json) {
       process.stdout.write(JSON.stringify(rows) + '\n')
       return
     }
     const table = [
-      ['NAME', 'STATUS', 'URL', 'PORT', 'CREATED'],
+      ['NAME', 'STATUS', 'URL', 'PORT', 'ISOLATION', 'CREATED'],
       ...rows.map((r) => [
         r.name,
         r.status,
         r.url || '-',
         r.port ? String(r.port) : '-',
+        isolationText(r),
         r.created,
       ]),
     ]

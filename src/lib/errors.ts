@@ -31,6 +31,8 @@ export const ERROR_CODES = {
   ERR_OUTBOUND_TIMEOUT: {status: 504, exit: 69},
   ERR_OUTBOUND_FAILED: {status: 502, exit: 69},
   ERR_FORBIDDEN: {status: 403, exit: 77},
+  // a state or log path others could write or redirect (a symlink, a group/world-writable dir)
+  ERR_UNSAFE_PATH: {status: 500, exit: 77},
   ERR_POLICY_INVALID: {status: 500, exit: 78},
   // proxy
   ERR_BODY_TOO_LARGE: {status: 413, exit: 2},

@@ -1,3 +1,4 @@
+import {execFileSync} from 'node:child_process'
 import assert from 'node:assert/strict'
 import {readFile, mkdtemp, rm, stat} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
@@ -202,6 +203,13 @@ describe('toolgate run: detached lifecycle', () => {
     await client.close()
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8')
     assert.doesNotMatch(cmdline, /api-key|MODE=test/, 'the arguments are not on the command line')
+    // Nor is the secrets password in the background process's environment (issue 30, finding 7):
+    // it reached the process on stdin, and /proc/<pid>/environ shows the environment it began with.
+    const environ = await readFile(`/proc/${pid}/environ`, 'utf8')
+    assert.doesNotMatch(environ, /TOOLGATE_SECRETS_PASSWORD/)
+    assert.equal(environ.includes('test-password-for-the-secrets-file'), false)
+    const ps = execFileSync('ps', ['eww', '-p', String(pid), '-o', 'args='], {encoding: 'utf8'})
+    assert.equal(ps.includes('test-password-for-the-secrets-file'), false, 'nor in ps e')
     for (const f of await allFiles(join(home, 'state'))) {
       assert.equal(f.text.includes(secretValue), false, `${f.path} holds the secret`)
     }

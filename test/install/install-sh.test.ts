@@ -143,6 +143,26 @@ describe('install.sh', {skip: needs('a linux-x64 build machine', seaUnsupportedR
       /characters a version never has/,
     ],
     ['a base URL that is not http(s)', ['--base-url', 'file:///etc'], /must be an http\(s\) URL/],
+    [
+      'a plain-http base URL on another host',
+      ['--base-url', 'http://downloads.example.invalid/toolgate'],
+      /is plain http: anyone on the network path could replace the download .* pass --insecure/,
+    ],
+    [
+      'plain http that only looks like loopback (userinfo)',
+      ['--base-url', 'http://127.0.0.1:80@downloads.example.invalid/'],
+      /is plain http/,
+    ],
+    [
+      'plain http to a loopback-looking name',
+      ['--base-url', 'http://localhost.example.invalid/'],
+      /is plain http/,
+    ],
+    [
+      '--insecure lets plain http through to the download (which then fails here)',
+      ['--insecure', '--base-url', 'http://downloads.example.invalid/toolgate'],
+      /could not download http:\/\/downloads\.example\.invalid\/toolgate\/SHA256SUMS/,
+    ],
     ['an unknown argument', ['--frobnicate'], /unknown argument: --frobnicate/],
   ] as const) {
     test(`${why}: a clear error, exit 1, nothing installed`, async () => {

@@ -12,6 +12,22 @@ import type {Message} from './multiplexer.ts'
 export const MAX_UNREAD_BYTES = 16 * 1024 * 1024
 const KEEPALIVE_MS = 25_000
 
+/**
+ * A message's event bytes, made once however many streams it goes to: a broadcast (a log message,
+ * list_changed) to many sessions is one buffer that every stream's write queue shares, not one
+ * copy per stream.
+ */
+const eventBytes = new WeakMap<Message, Buffer>()
+
+function messageEvent(message: Message): Buffer {
+  let bytes = eventBytes.get(message)
+  if (!bytes) {
+    bytes = Buffer.from(`event: message\ndata: ${JSON.stringify(message)}\n\n`)
+    eventBytes.set(message, bytes)
+  }
+  return bytes
+}
+
 export class SseWriter implements Buffered {
   private readonly ping: NodeJS.Timeout
   closed = false
@@ -43,8 +59,8 @@ export class SseWriter implements Buffered {
     return this.closed ? 0 : this.res.writableLength
   }
 
-  send(message: Message, event = 'message'): void {
-    this.write(`event: ${event}\ndata: ${JSON.stringify(message)}\n\n`)
+  send(message: Message): void {
+    this.write(messageEvent(message))
   }
 
   /** A raw `data:` line (the legacy transport's `endpoint` event carries a URL, not JSON). */
@@ -65,7 +81,7 @@ export class SseWriter implements Buffered {
     this.res.destroy()
   }
 
-  private write(text: string): void {
+  private write(text: string | Buffer): void {
     if (this.closed) return
     if (this.res.writableLength > MAX_UNREAD_BYTES) {
       this.budget?.release(this)

@@ -15,6 +15,8 @@ export interface ChildRequest {
   flags: RunFlags & {debug: boolean; json: boolean}
   /** Environment variables the parent added for this process only, not for the server (malloc-env.ts). */
   addedEnv?: string[]
+  /** The parent's `TOOLGATE_*` variables, passed here rather than in the environment (detach.ts). */
+  ownEnv?: Record<string, string>
 }
 
 export async function readChildRequest(
@@ -46,7 +48,14 @@ export async function readChildRequest(
     typeof request.flags.json !== 'boolean' ||
     typeof request.flags.debug !== 'boolean' ||
     (request.addedEnv !== undefined &&
-      (!Array.isArray(request.addedEnv) || !request.addedEnv.every((a) => typeof a === 'string')))
+      (!Array.isArray(request.addedEnv) ||
+        !request.addedEnv.every((a) => typeof a === 'string'))) ||
+    (request.ownEnv !== undefined &&
+      (typeof request.ownEnv !== 'object' ||
+        request.ownEnv === null ||
+        !Object.entries(request.ownEnv).every(
+          ([k, v]) => k.startsWith('TOOLGATE_') && typeof v === 'string',
+        )))
   ) {
     throw new ToolgateError(
       'ERR_USAGE',

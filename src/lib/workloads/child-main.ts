@@ -17,6 +17,9 @@ export async function runWorkloadChild(
     const request = await readChildRequest(stdin)
     // What the parent set for this process alone (allocator tuning) never reaches the server.
     for (const name of request.addedEnv ?? []) delete process.env[name]
+    // Set after start, these live in this process's memory only, not in /proc/<pid>/environ;
+    // a server never gets them (server-env.ts drops TOOLGATE_*).
+    Object.assign(process.env, request.ownEnv ?? {})
     json = request.flags.json
     const input = runInput(request.name, request.rest, request.flags)
     const logger = workloadLogger(request.name, request.flags, {child: true})

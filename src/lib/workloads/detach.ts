@@ -1,9 +1,11 @@
 import {spawn} from 'node:child_process'
-import {closeSync, fstatSync, openSync, statSync} from 'node:fs'
-import {mkdir, readFile} from 'node:fs/promises'
+import {closeSync, fstatSync, statSync} from 'node:fs'
+import {readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {ToolgateError} from '../errors.ts'
+import {xdgDirs} from '../config/xdg.ts'
+import {ensurePrivateDir, openPrivateAppend} from '../fs/private-path.ts'
 import {selfInvocation} from '../cli/self.ts'
 import type {ChildRequest} from './child-argv.ts'
 import {CHILD_FLAG} from './child-flag.ts'
@@ -51,17 +53,21 @@ export interface DetachOptions {
 export async function startDetached(options: DetachOptions): Promise<WorkloadState> {
   const env = options.env ?? process.env
   const logFile = proxyLogFile(options.name, env)
-  await mkdir(workloadLogsDir(env), {recursive: true, mode: 0o700})
-  const fd = openSync(logFile, 'a', 0o600)
+  ensurePrivateDir(workloadLogsDir(env), xdgDirs(env).state)
+  const fd = openPrivateAppend(logFile)
   // Only what this start writes is relayed or quoted in an error, not earlier runs' lines.
   const relayFrom = fstatSync(fd).size
   const serverFrom = fileSize(serverLogFile(options.name, env))
   const {command, args} = selfInvocation(V8_FLAGS)
   const background = backgroundProcessEnv(env)
+  // toolgate's own variables (the secrets password, bearer tokens, client secrets,
+  // TOOLGATE_SECRET_*) travel on stdin with the arguments: a process's initial environment stays
+  // readable in /proc/<pid>/environ for as long as it lives (issue 30, finding 7).
+  const {kept, moved} = splitOwnVariables(background.env)
   const child = spawn(command, [...args, 'run', CHILD_FLAG], {
     detached: true,
     stdio: ['pipe', fd, fd],
-    env: background.env,
+    env: kept,
     windowsHide: true,
   })
   closeSync(fd)
@@ -69,7 +75,11 @@ export async function startDetached(options: DetachOptions): Promise<WorkloadSta
   child.once('exit', (code, signal) => (exit = {code, signal}))
   child.once('error', (err) => (exit = {code: null, signal: err.message}))
   child.stdin!.on('error', () => undefined)
-  const request: ChildRequest = {...options.request, addedEnv: background.added}
+  const request: ChildRequest = {
+    ...options.request,
+    addedEnv: background.added,
+    ...(Object.keys(moved).length > 0 ? {ownEnv: moved} : {}),
+  }
   child.stdin!.end(JSON.stringify(request))
   child.unref()
 
@@ -97,6 +107,21 @@ export async function startDetached(options: DetachOptions): Promise<WorkloadSta
     'ERR_UPSTREAM',
     `workload "${options.name}" did not start${!timedOut ? '' : ` within ${Math.round(options.timeoutMs / 1000)} s`}:\n${await lastLines(options.name, env, relayFrom, serverFrom)}`,
   )
+}
+
+/** Splits off the `TOOLGATE_*` variables, which go to the background process on its stdin. */
+export function splitOwnVariables(env: NodeJS.ProcessEnv): {
+  kept: NodeJS.ProcessEnv
+  moved: Record<string, string>
+} {
+  const kept: NodeJS.ProcessEnv = {}
+  const moved: Record<string, string> = {}
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) continue
+    if (k.startsWith('TOOLGATE_')) moved[k] = v
+    else kept[k] = v
+  }
+  return {kept, moved}
 }
 
 function fileSize(file: string): number {

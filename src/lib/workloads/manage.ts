@@ -28,6 +28,18 @@ export interface WorkloadRow {
   created: string
   exitCode?: number | null
   pid?: number
+  /** stdio workloads: shared, principal or session (issue 30). */
+  isolation?: string
+  /** Isolated workloads: the server processes running now. */
+  processes?: {pid?: number; principal?: string; sessions: number; startedAt: string}[]
+}
+
+/** `list`'s ISOLATION column: the mode, and for isolated workloads how many processes run. */
+export function isolationText(row: WorkloadRow): string {
+  if (!row.isolation) return '-'
+  if (row.isolation === 'shared' || !row.processes) return row.isolation
+  const n = row.processes.length
+  return `${row.isolation} (${n} process${n === 1 ? '' : 'es'})`
 }
 
 export function statusText(state: WorkloadState): string {
@@ -56,6 +68,10 @@ export async function workloadRows(
       created: s.createdAt,
       ...(s.status === 'exited' ? {exitCode: s.exitCode ?? null} : {}),
       ...(supervisorAlive(s) && s.supervisorPid ? {pid: s.supervisorPid} : {}),
+      ...(typeof s.isolation === 'string' ? {isolation: s.isolation} : {}),
+      ...(Array.isArray(s.processes) && effectiveStatus(s) === 'running'
+        ? {processes: s.processes as NonNullable<WorkloadRow['processes']>}
+        : {}),
     }))
 }
 

@@ -3,6 +3,7 @@ import {createLogger, type Logger} from '../log/logger.ts'
 import type {PipelineFlags} from '../proxy/pipeline.ts'
 import {RotatingLog} from '../supervisor/rotating-log.ts'
 import {parseDuration} from '../config/duration.ts'
+import {xdgDirs} from '../config/xdg.ts'
 import type {ChildRequest} from './child-argv.ts'
 import {proxyLogFile, serverLogFile, startDetached} from './detach.ts'
 import {assertNameFree, startWorkload, type RunningWorkload} from './run-workload.ts'
@@ -95,7 +96,7 @@ export function workloadLogger(
   flags: {debug: boolean; json: boolean},
   options: {child: boolean},
 ): Logger {
-  const file = new RotatingLog(proxyLogFile(name))
+  const file = new RotatingLog(proxyLogFile(name), {top: xdgDirs().state})
   return createLogger({
     level: flags.debug ? 'debug' : 'info',
     json: flags.json,
@@ -115,7 +116,7 @@ export async function startForeground(
   const spec = await buildWorkloadSpec(input, {openStore: () => openSecretStore({logger})})
   return startWorkload(spec, {
     logger,
-    serverLog: new RotatingLog(serverLogFile(input.name)),
+    serverLog: new RotatingLog(serverLogFile(input.name), {top: xdgDirs().state}),
     ...(options.echo ? {echo: options.echo} : {}),
     pipeline: {
       logger,

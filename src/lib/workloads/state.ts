@@ -4,6 +4,7 @@ import {join} from 'node:path'
 import {xdgDirs} from '../config/xdg.ts'
 import {ToolgateError} from '../errors.ts'
 import {atomicWriteFile} from '../fs/atomic-write.ts'
+import {ensurePrivateDir} from '../fs/private-path.ts'
 
 /**
  * Workload state (contract §5): one JSON file per workload under
@@ -75,6 +76,7 @@ export async function writeWorkload(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<void> {
   const data = {...state, updatedAt: new Date().toISOString()}
+  ensurePrivateDir(workloadsDir(env), xdgDirs(env).state)
   await atomicWriteFile(workloadFile(state.name, env), JSON.stringify(data, null, 2) + '\n')
 }
 
