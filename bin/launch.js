@@ -2,6 +2,7 @@
 // Node older than package.json's `engines` gets one clear line rather than a syntax error or a
 // stack trace. Loads dist/ when it is built, else the TypeScript sources (a fresh clone after
 // `npm ci` runs without a build step on a Node that strips types).
+import {spawn} from 'node:child_process'
 import {existsSync, readFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
@@ -27,10 +28,46 @@ function fail(line) {
   process.exit(69)
 }
 
+// Set on the re-executed process: it must not look for another Node again.
+const REEXEC = 'TOOLGATE_NODE_REEXEC'
+
+/**
+ * A checkout's own Node (the `node` dev dependency, which `npm ci` installs): `#!/usr/bin/env node`
+ * finds whatever Node is first on PATH, often the system's older one.
+ */
+function pinnedNode() {
+  const node = join(root, 'node_modules', '.bin', process.platform === 'win32' ? 'node.exe' : 'node')
+  return existsSync(node) ? node : undefined
+}
+
+/** Runs this same command line on `node`, passing signals on, and exits as it does. */
+function reexec(node) {
+  const child = spawn(node, [...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env: {...process.env, [REEXEC]: '1'},
+  })
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'])
+    process.on(signal, () => child.kill(signal))
+  child.on('error', (err) => fail(`cannot start ${node}: ${err.message}`))
+  child.on('exit', (code, signal) => {
+    if (!signal) process.exit(code ?? 1)
+    // Die of the same signal, as a shell expects (our forwarding handler must not catch it).
+    process.removeAllListeners(signal)
+    process.kill(process.pid, signal)
+  })
+  return new Promise(() => undefined) // this process only waits for the child now
+}
+
 export async function launch({entryUrl, sources = false}) {
   const pjson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
   const range = pjson.engines?.node
-  if (nodeTooOld(process.versions.node, range))
+  const tooOld = nodeTooOld(process.versions.node, range)
+  // From a checkout, an older Node hands over to the project's own (node_modules/.bin/node).
+  if (tooOld && process.env[REEXEC] !== '1') {
+    const node = pinnedNode()
+    if (node) return reexec(node)
+  }
+  if (tooOld)
     fail(
       `needs Node.js ${range}, but this is Node.js ${process.versions.node} (${process.execPath}); ` +
         `install a newer Node, or run it with the pinned one: node_modules/.bin/node bin/run.js`,

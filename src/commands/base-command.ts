@@ -2,6 +2,9 @@ import {Command, Flags} from '@oclif/core'
 import {isToolgateError, toToolgateError} from '../lib/errors.ts'
 import {createLogger, type Logger} from '../lib/log/logger.ts'
 
+/** One line of `--json` output: an object that says what it is. */
+export type JsonEvent = {event: string} & Record<string, unknown>
+
 /**
  * Shared flags and error handling for every command (contract §0): `--debug` and `--json` on every
  * command, ToolgateError → message on stderr + its exit code, never a stack trace for known errors.
@@ -34,8 +37,11 @@ export abstract class BaseCommand extends Command {
     return createLogger({level: flags.debug ? 'debug' : 'info', json: flags.json})
   }
 
-  /** Prints one result line to stdout: JSON when `--json`, else the human text. */
-  protected emit(json: boolean, human: string, data: unknown): void {
+  /**
+   * Prints one result line to stdout: JSON when `--json`, else the human text. Every JSON line
+   * names its `event` (docs/json.md), so a script can tell a result from a log line.
+   */
+  protected emit(json: boolean, human: string, data: JsonEvent): void {
     process.stdout.write((json ? JSON.stringify(data) : human) + '\n')
   }
 

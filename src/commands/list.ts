@@ -20,7 +20,7 @@ export default class List extends BaseCommand {
     const {isolationText, workloadRows} = await import('../lib/workloads/manage.ts')
     const rows = await workloadRows(flags.all)
     if (flags.json) {
-      process.stdout.write(JSON.stringify(rows) + '\n')
+      this.emit(true, '', {event: 'workloads', workloads: rows})
       return
     }
     const table = [

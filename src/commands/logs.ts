@@ -18,7 +18,7 @@ export default class Logs extends BaseCommand {
     proxy: Flags.boolean({description: "The proxy's log instead of the server's.", default: false}),
     follow: Flags.boolean({
       char: 'f',
-      description: 'Keep printing new lines until interrupted.',
+      description: 'Keep printing new lines until interrupted or the workload ends.',
       default: false,
     }),
     tail: Flags.integer({
@@ -37,14 +37,33 @@ export default class Logs extends BaseCommand {
     const stop = () => abort.abort()
     process.once('SIGINT', stop)
     process.once('SIGTERM', stop)
+    const name = validateWorkloadName(args.NAME)
+    const stream = flags.proxy ? 'proxy' : 'server'
+    // --json: one {"event":"line"} per log line (docs/json.md).
+    const write = flags.json
+      ? (text: string) => {
+          const lines = text.split('\n')
+          if (lines.at(-1) === '') lines.pop()
+          for (const line of lines)
+            process.stdout.write(JSON.stringify({event: 'line', name, stream, text: line}) + '\n')
+        }
+      : (text: string) => process.stdout.write(text)
     try {
-      await showLogs(validateWorkloadName(args.NAME), {
+      const ended = await showLogs(name, {
         proxy: flags.proxy,
         follow: flags.follow,
         tail: flags.tail,
         signal: abort.signal,
-        write: (text) => process.stdout.write(text),
+        write,
       })
+      if (ended) {
+        const {statusText} = await import('../lib/workloads/manage.ts')
+        this.emit(flags.json, `[toolgate] workload ${name} ${statusText(ended)}; no more lines`, {
+          event: 'end',
+          name,
+          status: ended.status,
+        })
+      }
     } finally {
       process.off('SIGINT', stop)
       process.off('SIGTERM', stop)

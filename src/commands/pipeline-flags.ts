@@ -93,26 +93,26 @@ export const grouped = <T extends Record<string, object>>(flags: T, helpGroup: s
 
 /** Credentials toward the remote server: OAuth login, bearer, token exchange, injected headers. */
 export const outgoingAuthFlags = {
-  ...grouped(remoteAuthFlags, 'REMOTE AUTH'),
+  ...grouped(remoteAuthFlags, 'OUTGOING AUTH'),
   'remote-forward-incoming-token': Flags.boolean({
     description:
       "Forward the client's own bearer token to the target (token passthrough; off by default, as the MCP authorization spec requires).",
     default: false,
-    helpGroup: 'REMOTE AUTH',
+    helpGroup: 'OUTGOING AUTH',
   }),
   'remote-auth-bearer-token': Flags.string({
     description: 'Bearer token for the remote server (or env TOOLGATE_REMOTE_AUTH_BEARER_TOKEN).',
-    helpGroup: 'REMOTE AUTH',
+    helpGroup: 'OUTGOING AUTH',
   }),
   'remote-auth-bearer-token-file': Flags.string({
     description: 'File holding the bearer token for the remote server.',
-    helpGroup: 'REMOTE AUTH',
+    helpGroup: 'OUTGOING AUTH',
   }),
   'remote-forward-headers': Flags.string({
     description: 'Header injected into forwarded requests, Name=Value (repeatable).',
     multiple: true,
     multipleNonGreedy: true,
-    helpGroup: 'HEADER INJECTION',
+    helpGroup: 'OUTGOING AUTH',
   }),
   'remote-forward-headers-secret': Flags.string({
     description:
@@ -120,43 +120,43 @@ export const outgoingAuthFlags = {
     multiple: true,
     // One value per occurrence, so a following SERVER_NAME is not swallowed as a second value.
     multipleNonGreedy: true,
-    helpGroup: 'HEADER INJECTION',
+    helpGroup: 'OUTGOING AUTH',
   }),
   'token-exchange-url': Flags.string({
     description: 'Token exchange endpoint (RFC 8693); enables token exchange.',
-    helpGroup: 'TOKEN EXCHANGE',
+    helpGroup: 'OUTGOING AUTH',
   }),
   'token-exchange-audience': Flags.string({
     description: 'Target audience of exchanged tokens.',
-    helpGroup: 'TOKEN EXCHANGE',
+    helpGroup: 'OUTGOING AUTH',
   }),
   'token-exchange-client-id': Flags.string({
     description: 'Client ID for token exchange.',
-    helpGroup: 'TOKEN EXCHANGE',
+    helpGroup: 'OUTGOING AUTH',
   }),
   'token-exchange-client-secret': Flags.string({
     description: 'Client secret for token exchange.',
-    helpGroup: 'TOKEN EXCHANGE',
+    helpGroup: 'OUTGOING AUTH',
   }),
   'token-exchange-client-secret-file': Flags.string({
     description: 'File holding the token-exchange client secret.',
-    helpGroup: 'TOKEN EXCHANGE',
+    helpGroup: 'OUTGOING AUTH',
   }),
   'token-exchange-header-name': Flags.string({
     description: 'Header that carries the exchanged token (default: replaces Authorization).',
-    helpGroup: 'TOKEN EXCHANGE',
+    helpGroup: 'OUTGOING AUTH',
   }),
   'token-exchange-scopes': Flags.string({
     description: 'Scopes requested for exchanged tokens.',
     multiple: true,
     multipleNonGreedy: true,
-    helpGroup: 'TOKEN EXCHANGE',
+    helpGroup: 'OUTGOING AUTH',
   }),
   'token-exchange-subject-token-type': Flags.string({
     // No oclif default: the option is only valid with --token-exchange-url, so an implicit value
     // must not trip that check. The default is applied in src/lib/proxy/options.ts.
     description: 'Type of the subject token: access_token or id_token [default: access_token].',
     options: ['access_token', 'id_token'],
-    helpGroup: 'TOKEN EXCHANGE',
+    helpGroup: 'OUTGOING AUTH',
   }),
 }

@@ -45,16 +45,23 @@ export default class Proxy extends BaseCommand {
       json: flags.json,
       isTTY: process.stderr.isTTY === true,
     })
+    const {clientUrl} = await import('../lib/proxy/endpoint-target.ts')
     const target = flags['target-uri']
     const {proxy, config} = pipeline
+    const client = clientUrl(proxy.url, config.targetUri)
     await serveUntilSignal(pipeline, logger, () =>
-      this.emit(flags.json, `Proxy ${config.name} listening on ${proxy.url} -> ${target}`, {
-        event: 'listening',
-        name: config.name,
-        url: proxy.url,
-        port: proxy.port,
-        target,
-      }),
+      this.emit(
+        flags.json,
+        `Proxy ${config.name} listening on ${proxy.url} -> ${target} (clients: ${client})`,
+        {
+          event: 'listening',
+          name: config.name,
+          url: proxy.url,
+          clientUrl: client,
+          port: proxy.port,
+          target,
+        },
+      ),
     )
   }
 }

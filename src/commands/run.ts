@@ -16,6 +16,12 @@ export default class Run extends BaseCommand {
 
   static override strict = false
 
+  static override usage = [
+    'run NAME [FLAGS] -- <command> [args…]',
+    'run NAME --url <https://…> [FLAGS]',
+    'run NAME --from-registry <registry URL> <server>[@version] [FLAGS]',
+  ]
+
   static override args = {
     NAME: Args.string({
       description: 'Workload name (lower-case letters, digits, -).',
@@ -23,20 +29,31 @@ export default class Run extends BaseCommand {
     }),
   }
 
+  // Help shows the groups in this order: listening, incoming auth, authorization, outgoing auth,
+  // then the workload's own flags.
   static override flags = {
-    ...workloadFlags,
     ...frontFlags,
     ...incomingAuthFlags,
     ...authzFlags,
     ...outgoingAuthFlags,
+    ...workloadFlags,
   }
 
   async run(): Promise<void> {
     // The background half of a detached run never comes here: src/cli.ts hands
     // `run --workload-child` to lib/workloads/child-main.ts before oclif loads.
-    const {args, argv: rest, flags} = await this.parse(Run)
     const lib = await import('../lib/workloads/run-command.ts')
-    const extra = (rest as string[]).slice(1)
+    // Everything after the first `--` is the server's command line, byte for byte and in order:
+    // oclif never sees it (its parser regrouped repeated flags, issue 31).
+    const split = lib.splitServerCommand(this.argv)
+    const {
+      args,
+      argv: rest,
+      flags,
+    } = await this.parse(Run, split.own).catch((err: unknown) => {
+      throw lib.explainRunParseError(err, split)
+    })
+    const extra = split.server ?? (rest as string[]).slice(1)
     const input = lib.runInput(args.NAME, extra, flags)
     if (!flags.foreground) {
       const state = await lib.runDetached(

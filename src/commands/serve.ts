@@ -83,15 +83,20 @@ export default class Serve extends BaseCommand {
     })
     const handle = await startServe(config, {address, internalAddress, logger})
     started = true
+    // The headline names where it is bound, not only the loopback URL (issue 31): `:8080` is
+    // every interface, which a user must know.
+    const scope = (all: boolean, address: string) =>
+      all ? `bound to ${address}, every interface` : `bound to ${address}`
     this.emit(
       flags.json,
-      `toolgate serve listening on ${handle.url} (internal ${handle.internalUrl})`,
+      `toolgate serve listening on ${handle.url} (${scope(handle.allInterfaces, handle.address)}); internal ${handle.internalUrl} (${scope(handle.internalAllInterfaces, handle.internalAddress)})`,
       {
         event: 'listening',
         url: handle.url,
         internalUrl: handle.internalUrl,
         address: handle.address,
         internalAddress: handle.internalAddress,
+        allInterfaces: handle.allInterfaces,
         authMode: handle.authMode,
       },
     )

@@ -36,10 +36,14 @@ export default class Stop extends BaseCommand {
     // All at once: each waits up to the timeout for its own server.
     const states = await Promise.all(names.map((name) => stopWorkload(name, timeoutMs)))
     for (const state of states) {
-      this.emit(flags.json, `${state.name}: ${statusText(state)}`, {
+      const human = state.wasRunning
+        ? `${state.name}: ${statusText(state)}`
+        : `${state.name}: not running (already ${statusText(state)}); nothing to stop`
+      this.emit(flags.json, human, {
         event: 'stopped',
         name: state.name,
         status: state.status,
+        wasRunning: state.wasRunning,
       })
     }
   }

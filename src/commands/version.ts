@@ -10,6 +10,6 @@ export default class Version extends BaseCommand {
   async run(): Promise<void> {
     const {flags} = await this.parse(Version)
     const info = versionInfo()
-    this.emit(flags.json, versionLine(info), info)
+    this.emit(flags.json, versionLine(info), {event: 'version', ...info})
   }
 }

@@ -5,75 +5,73 @@ export const workloadFlags = {
   transport: Flags.string({
     description: 'How the server speaks MCP: stdio (bridged to HTTP) or it listens itself.',
     options: ['stdio', 'streamable-http', 'sse'],
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   'target-port': Flags.integer({
     description:
       'Port the server listens on (--transport streamable-http|sse); set as PORT and MCP_PORT.',
     min: 1,
     max: 65535,
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   url: Flags.string({
     description: 'Front a remote MCP server instead of starting one (https://…).',
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   'from-registry': Flags.string({
     description:
       'Run a server from an MCP registry (API v0.1): the registry base URL; the server name[@version] follows NAME.',
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   env: Flags.string({
     char: 'e',
     description: 'KEY=VALUE for the server environment (repeatable).',
     multiple: true,
     multipleNonGreedy: true,
-    default: [],
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   'env-file': Flags.string({
     description: 'File of KEY=VALUE lines for the server.',
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   secret: Flags.string({
     description: '<secret-name>,target=<ENV>: a value from the secrets store (repeatable).',
     multiple: true,
     multipleNonGreedy: true,
-    default: [],
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   'request-timeout': Flags.string({
     description: 'A stdio request unanswered this long gets a JSON-RPC error.',
     default: '60s',
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   'startup-timeout': Flags.string({
     description: 'How long the server may take to start (listen, or the detached run to be ready).',
     default: '60s',
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   'stop-timeout': Flags.string({
     description: 'After SIGTERM, how long the server may take before SIGKILL.',
     default: '10s',
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   restart: Flags.string({
     description:
       'no, or on-failure[:N] (restart after a non-zero exit, at most N times, default 5).',
     default: 'no',
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   isolation: Flags.string({
     description:
       'stdio servers: one process for every caller (shared), one per authenticated principal, or one per client session. Default: principal with incoming auth, else shared.',
     options: ['shared', 'principal', 'session'],
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   'idle-timeout': Flags.string({
     description:
       "--isolation principal: stop a caller's process this long after its last session ended.",
     default: '10m',
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   'max-processes': Flags.integer({
     description:
@@ -81,7 +79,7 @@ export const workloadFlags = {
     default: 16,
     min: 1,
     max: 4096,
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   'proxy-port': Flags.integer({
     description: 'Port of the proxy front (default: a free port).',
@@ -92,8 +90,8 @@ export const workloadFlags = {
   foreground: Flags.boolean({
     description: 'Stay attached; stop the workload on SIGINT/SIGTERM.',
     default: false,
-    helpGroup: 'SERVER',
+    helpGroup: 'WORKLOAD',
   }),
   // The background half of a detached run (its arguments arrive on stdin).
-  'workload-child': Flags.boolean({hidden: true, default: false, helpGroup: 'SERVER'}),
+  'workload-child': Flags.boolean({hidden: true, default: false, helpGroup: 'WORKLOAD'}),
 }

@@ -248,10 +248,11 @@ describe(
         assert.equal(init.status, 200)
         const body = (await init.json()) as {result: {serverInfo: {name: string}}}
         assert.ok(body.result.serverInfo.name)
-        const listed = JSON.parse((await runBin(['list', '--json'])).stdout) as Array<{
-          name: string
-          status: string
-        }>
+        const listed = (
+          JSON.parse((await runBin(['list', '--json'])).stdout) as {
+            workloads: Array<{name: string; status: string}>
+          }
+        ).workloads
         assert.deepEqual(
           listed.map((r) => [r.name, r.status]),
           [['bin-wl', 'running']],

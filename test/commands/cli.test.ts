@@ -92,6 +92,7 @@ describe('help and version', () => {
       assert.deepEqual(Object.keys(info).sort(), [
         'build_date',
         'commit',
+        'event',
         'node_version',
         'platform',
         'version',

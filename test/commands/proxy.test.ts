@@ -70,9 +70,13 @@ describe('toolgate proxy (command)', () => {
     })
     const r = run(['--target-uri', upstream.url, 'weather'])
     const line = await firstLine(r)
-    const m = /^Proxy weather listening on (http:\/\/127\.0\.0\.1:(\d+)) -> (.+)$/.exec(line)
+    const m =
+      /^Proxy weather listening on (http:\/\/127\.0\.0\.1:(\d+)) -> (\S+) \(clients: (\S+)\)$/.exec(
+        line,
+      )
     assert.ok(m, line)
     assert.equal(m[3], upstream.url)
+    assert.equal(m[4], `${m[1]}/mcp`)
     const seen = upstream.requests.length
     const inflight = fetch(m[1] + '/mcp', {method: 'POST', body: '{}'})
     await upstream.waitForRequest(seen + 1)

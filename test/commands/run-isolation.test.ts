@@ -202,11 +202,13 @@ describe('--isolation principal: a process per caller', () => {
   it('list shows the mode and the processes with their principals', async () => {
     const r = runCli(['list', '--json'], home)
     await r.exited
-    const rows = JSON.parse(r.stdout()) as {
-      name: string
-      isolation?: string
-      processes?: {principal?: string; pid?: number}[]
-    }[]
+    const {workloads: rows} = JSON.parse(r.stdout()) as {
+      workloads: {
+        name: string
+        isolation?: string
+        processes?: {principal?: string; pid?: number}[]
+      }[]
+    }
     const row = rows.find((x) => x.name === 'per-principal')!
     assert.equal(row.isolation, 'principal')
     const principals = (row.processes ?? []).map((p) => p.principal).sort()

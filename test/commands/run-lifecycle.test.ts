@@ -49,9 +49,12 @@ describe('toolgate run: detached lifecycle', () => {
     const st = await stat(state('calc'))
     assert.equal(st.mode & 0o777, 0o600)
 
-    const listed = JSON.parse((await cli(['list', '--json'], home)).stdout) as Array<
-      Record<string, unknown>
-    >
+    const listed = (
+      JSON.parse((await cli(['list', '--json'], home)).stdout) as {
+        event: string
+        workloads: Array<Record<string, unknown>>
+      }
+    ).workloads
     assert.deepEqual(
       listed.map((r) => [r.name, r.status, r.url, r.port]),
       [['calc', 'running', info.url, info.port]],
@@ -92,7 +95,10 @@ describe('toolgate run: detached lifecycle', () => {
     assert.match((await cli(['list', '--all'], home)).stdout, /calc\s+stopped/)
 
     assert.equal((await cli(['rm', 'calc'], home)).code, 0)
-    assert.equal((await cli(['list', '--all', '--json'], home)).stdout.trim(), '[]')
+    assert.equal(
+      (await cli(['list', '--all', '--json'], home)).stdout.trim(),
+      '{"event":"workloads","workloads":[]}',
+    )
     assert.equal((await cli(['logs', 'calc'], home)).code, 1)
   })
 
@@ -105,7 +111,10 @@ describe('toolgate run: detached lifecycle', () => {
     assert.equal(refused.code, 1)
     assert.match(refused.stderr, /is running; stop it first/)
     assert.equal((await cli(['rm', '--force', 'twice'], home)).code, 0)
-    assert.equal((await cli(['list', '--all', '--json'], home)).stdout.trim(), '[]')
+    assert.equal(
+      (await cli(['list', '--all', '--json'], home)).stdout.trim(),
+      '{"event":"workloads","workloads":[]}',
+    )
   })
 
   it('shows a killed background process as lost, never as running', async () => {
@@ -114,11 +123,10 @@ describe('toolgate run: detached lifecycle', () => {
     process.kill(pid, 'SIGKILL')
     await waitForGone(pid)
     const row = (
-      JSON.parse((await cli(['list', '--all', '--json'], home)).stdout) as Array<{
-        name: string
-        status: string
-      }>
-    ).find((r) => r.name === 'victim')
+      JSON.parse((await cli(['list', '--all', '--json'], home)).stdout) as {
+        workloads: Array<{name: string; status: string}>
+      }
+    ).workloads.find((r) => r.name === 'victim')
     assert.equal(row?.status, `lost (process ${pid} is gone)`)
     assert.equal((await cli(['list', '--json'], home)).stdout.includes('victim'), false)
     // `stop` cleans up after it (the orphaned server too) and records it as stopped.
@@ -134,7 +142,10 @@ describe('toolgate run: detached lifecycle', () => {
     assert.match(r.stderr, /workload "broken" did not start/)
     assert.match(r.stderr, /cannot start: API_KEY is not set/)
     assert.match(r.stderr, /exited \(code 4\)/)
-    assert.match((await cli(['list', '--all'], home)).stdout, /broken\s+exited \(code 4\)/)
+    assert.match(
+      (await cli(['list', '--all'], home)).stdout,
+      /broken\s+failed to start \(the MCP server exited \(code 4\) while starting/,
+    )
     const missing = await cli(['run', 'nocmd', '--', '/nonexistent/server'], home)
     assert.equal(missing.code, 69)
     assert.match(missing.stderr, /cannot start "\/nonexistent\/server": command not found/)
@@ -295,8 +306,10 @@ describe('toolgate run: a misbehaving server (foreground)', () => {
     assert.match(w.run.stderr(), /the MCP server exited \(code 7\)/)
     const list = await cli(['list', '--all', '--json'], home)
     const row = (
-      JSON.parse(list.stdout) as Array<{name: string; status: string; exitCode?: number}>
-    ).find((r) => r.name === 'crashy')
+      JSON.parse(list.stdout) as {
+        workloads: Array<{name: string; status: string; exitCode?: number}>
+      }
+    ).workloads.find((r) => r.name === 'crashy')
     assert.deepEqual([row?.status, row?.exitCode], ['exited (code 7)', 7])
     await client.close().catch(() => undefined)
   })

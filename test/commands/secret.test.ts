@@ -173,9 +173,9 @@ describe('secret commands in a CI shell (no session bus)', () => {
       bus: 'none',
       env: ENV_PW,
     })
-    assert.deepEqual(JSON.parse(get.stdout), {name: 'ci-token', value: 'ci-value'})
+    assert.deepEqual(JSON.parse(get.stdout), {event: 'secret', name: 'ci-token', value: 'ci-value'})
     const list = await runCli(['secret', 'list', '--json'], {home: h, bus: 'none', env: ENV_PW})
-    assert.deepEqual(JSON.parse(list.stdout), ['ci-token'])
+    assert.deepEqual(JSON.parse(list.stdout), {event: 'secrets', names: ['ci-token']})
     const plain = await runCli(['secret', 'list'], {home: h, bus: 'none', env: ENV_PW})
     assert.equal(plain.stdout, 'ci-token\n')
   })
@@ -250,13 +250,13 @@ describe('secret commands in a CI shell (no session bus)', () => {
       'set --system',
     )
     const list = await runCli(['secret', 'list', '--json'], {home: h, bus: 'none', env: ENV_PW})
-    assert.equal(JSON.parse(list.stdout).includes('__toolgate/oauth/x'), false)
+    assert.equal(JSON.parse(list.stdout).names.includes('__toolgate/oauth/x'), false)
     const all = await runCli(['secret', 'list', '--json', '--system'], {
       home: h,
       bus: 'none',
       env: ENV_PW,
     })
-    assert.equal(JSON.parse(all.stdout).includes('__toolgate/oauth/x'), true)
+    assert.equal(JSON.parse(all.stdout).names.includes('__toolgate/oauth/x'), true)
     ok(
       await runCli(['secret', 'delete', '__toolgate/oauth/x', '--system'], {
         home: h,
@@ -354,7 +354,7 @@ describe('concurrent writers', () => {
       results.forEach((r, i) => ok(r, `set parallel-${i}`))
       const list = await runCli(['secret', 'list', '--json'], {home: h, bus: 'none', env: ENV_PW})
       const expected = Array.from({length: 20}, (_, i) => `parallel-${i}`).sort()
-      assert.deepEqual(JSON.parse(list.stdout), expected)
+      assert.deepEqual(JSON.parse(list.stdout).names, expected)
       const lockLeft = await stat(secretsFile(h) + '.lock').catch(() => undefined)
       assert.equal(lockLeft, undefined)
     },

@@ -113,7 +113,9 @@ export async function startServe(
           const j = JSON.parse(line) as {url: string; internalUrl: string}
           return [line, j.url, j.internalUrl]
         })()
-      : /^toolgate serve listening on (http:\/\/\S+) \(internal (http:\/\/\S+)\)$/.exec(line)
+      : /^toolgate serve listening on (http:\/\/\S+) \(bound to [^)]*\); internal (http:\/\/\S+) \(bound to [^)]*\)$/.exec(
+          line,
+        )
     if (!m) throw new Error(`unexpected listening line: ${line}`)
     return {
       url: m[1] as string,

@@ -63,7 +63,10 @@ export default class AuthExplain extends BaseCommand {
       offline: flags.offline,
       logger: this.makeLogger(flags),
     })
-    this.emit(flags.json, lib.renderExplanation(explanation), lib.explanationJson(explanation))
+    this.emit(flags.json, lib.renderExplanation(explanation), {
+      event: 'explanation',
+      ...(lib.explanationJson(explanation) as Record<string, unknown>),
+    })
     if (explanation.verdict === 'refused') this.exit(1)
   }
 }

@@ -21,7 +21,14 @@ export default class AuthToken extends BaseCommand {
   }
 
   static override flags = {
-    ...grouped(loginFlags, 'REMOTE AUTH'),
+    // Accepted (and ignored) so a command line copied from `proxy` works as it is: logging in is
+    // what this command does (issue 31).
+    'remote-auth': Flags.boolean({
+      description: 'Implied: auth token always logs in (accepted for lines copied from proxy).',
+      default: false,
+      hidden: true,
+    }),
+    ...grouped(loginFlags, 'OUTGOING AUTH'),
     show: Flags.boolean({
       description: 'Print the token even when stdout is a terminal (where others may see it).',
       default: false,

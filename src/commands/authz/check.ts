@@ -106,7 +106,10 @@ export default class AuthzCheck extends BaseCommand {
             ? (kind) => target.list(kind)
             : undefined,
       })
-      this.emit(flags.json, renderCheck(result, flags['show-request']), result)
+      this.emit(flags.json, renderCheck(result, flags['show-request']), {
+        event: 'decision',
+        ...result,
+      })
       if (result.decision === 'deny') this.exit(1)
     } finally {
       await target?.close()

@@ -48,7 +48,7 @@ export default class AuthzLint extends BaseCommand {
       result.findings.length === 0
         ? `${args.FILE}: ${result.policies} policies, no findings (${result.model} model)`
         : `${args.FILE}: ${result.findings.length} finding(s)${result.model ? ` (${result.model} model)` : ''}`
-    this.emit(flags.json, [...lines, summary].join('\n'), result)
+    this.emit(flags.json, [...lines, summary].join('\n'), {event: 'lint', ...result})
     if (result.findings.length > 0) this.exit(1)
   }
 }

@@ -31,7 +31,6 @@ export default class ProxyStdio extends BaseCommand {
       description: 'Name=Value header sent to the server (repeatable).',
       multiple: true,
       multipleNonGreedy: true,
-      default: [],
       helpGroup: 'OUTGOING AUTH',
     }),
     ...outgoingAuthFlags,
@@ -46,7 +45,7 @@ export default class ProxyStdio extends BaseCommand {
     const stop = () => abort.abort()
     process.once('SIGINT', stop)
     process.once('SIGTERM', stop)
-    const forward = [...(flags['remote-forward-headers'] ?? []), ...flags.header]
+    const forward = [...(flags['remote-forward-headers'] ?? []), ...(flags.header ?? [])]
     await runStdioRelay({
       target: args.TARGET,
       transport: flags.transport as 'auto' | 'streamable-http' | 'sse',

@@ -19,6 +19,10 @@ export default class SecretDelete extends BaseCommand {
         `secret "${args.name}" not found in the ${store.provider} secrets store`,
       )
     }
-    this.emit(flags.json, `Secret ${args.name} deleted`, {name: args.name, deleted: true})
+    this.emit(flags.json, `Secret ${args.name} deleted`, {
+      event: 'deleted',
+      name: args.name,
+      deleted: true,
+    })
   }
 }

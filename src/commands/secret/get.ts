@@ -16,6 +16,6 @@ export default class SecretGet extends BaseCommand {
     const {openSecretStore} = await import('../../lib/secrets/index.ts')
     const store = await openSecretStore({logger: this.makeLogger(flags)})
     const value = await store.require(args.name, {system: flags.system})
-    this.emit(flags.json, value, {name: args.name, value})
+    this.emit(flags.json, value, {event: 'secret', name: args.name, value})
   }
 }

@@ -20,7 +20,7 @@ export default class SecretList extends BaseCommand {
     const {openSecretStore} = await import('../../lib/secrets/index.ts')
     const store = await openSecretStore({logger: this.makeLogger(flags)})
     const names = await store.list({system: flags.system})
-    if (flags.json) this.emit(true, '', names)
+    if (flags.json) this.emit(true, '', {event: 'secrets', names})
     else if (names.length > 0) process.stdout.write(names.join('\n') + '\n')
   }
 }

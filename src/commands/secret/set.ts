@@ -33,6 +33,7 @@ export default class SecretSet extends BaseCommand {
       : await readPipedValue(process.stdin)
     await store.set(args.name, value, {system: flags.system})
     this.emit(flags.json, `Secret ${args.name} saved (${store.provider})`, {
+      event: 'saved',
       name: args.name,
       provider: store.provider,
       saved: true,

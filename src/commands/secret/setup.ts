@@ -34,6 +34,6 @@ export default class SecretSetup extends BaseCommand {
         : `Secrets provider: encrypted; store ${result.store} at ${result.file}; master password ${
             result.keyring ? 'saved in the OS keyring' : 'NOT saved (set TOOLGATE_SECRETS_PASSWORD)'
           }`
-    this.emit(flags.json, human, result)
+    this.emit(flags.json, human, {event: 'setup', ...result})
   }
 }

@@ -67,14 +67,24 @@ export class IsolatedLanes implements LaneSource {
     this.#options = options
   }
 
-  /** Starts the first process and waits until it has survived its first second. */
-  async start(): Promise<void> {
+  /**
+   * Starts the first process and waits until it has survived its first second and `check` (the
+   * server answers initialize) passes. Throws with `exit` or `why` otherwise.
+   */
+  async start(
+    check: (lane: Lane, server: ServerProcess) => Promise<string | undefined>,
+  ): Promise<void> {
     const member = await this.#spawn(undefined, undefined)
     const early = await Promise.race([
       member.server.exited,
       sleep(EARLY_EXIT_MS).then(() => undefined),
     ])
     if (early) throw Object.assign(new Error('exited while starting'), {exit: early})
+    const why = await check(member.lane, member.server)
+    if (why) {
+      await this.#stop(member, 'it did not start')
+      throw Object.assign(new Error(why), {why})
+    }
     this.#idleLater(member)
   }
 

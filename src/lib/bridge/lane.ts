@@ -3,6 +3,7 @@ import type {Logger} from '../log/logger.ts'
 import {isRecord} from '../mcp/json-rpc.ts'
 import {readLines} from './line-reader.ts'
 import {Multiplexer, type Message} from './multiplexer.ts'
+import {LATEST_PROTOCOL_VERSION} from '../mcp/protocol-versions.ts'
 
 /**
  * One stdio server process as the bridge sees it: its multiplexer, and the pipes it is attached
@@ -91,6 +92,45 @@ export class Lane {
     stdin.write(JSON.stringify(message) + '\n')
     return true
   }
+}
+
+/** What the bridge tells the server about itself when it initializes it (see initializeServer). */
+export const BRIDGE_CLIENT = {
+  protocolVersion: LATEST_PROTOCOL_VERSION,
+  // What the bridge can route to a client (the client that caused a request answers it).
+  capabilities: {sampling: {}, elicitation: {}},
+  clientInfo: {name: 'toolgate', version: '1'},
+}
+
+/**
+ * Initializes the server on `lane` and waits for its answer, the server's exit, or the timeout
+ * (issue 31: a program that is not an MCP server used to be reported running). Resolves undefined
+ * when the server answered; otherwise with why not.
+ */
+export async function serverAnswers(
+  lane: Lane,
+  exited: Promise<unknown>,
+  timeoutMs: number,
+): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined
+  const outcome = await Promise.race([
+    lane.mux
+      .initializeServer(BRIDGE_CLIENT)
+      .then((m) =>
+        'result' in m
+          ? undefined
+          : `it answered initialize with an error: ${JSON.stringify(m.error)}`,
+      ),
+    exited.then(() => 'it exited first'),
+    new Promise<string>((resolve) => {
+      timer = setTimeout(
+        () => resolve(`no answer within ${Math.round(timeoutMs / 1000)} s (--startup-timeout)`),
+        timeoutMs,
+      )
+    }),
+  ])
+  clearTimeout(timer)
+  return outcome
 }
 
 /** A lane could not be given now (every allowed process is busy): 503 with Retry-After. */

@@ -2,6 +2,7 @@ import type {Logger} from '../log/logger.ts'
 import {isRecord, type JsonRpcId} from '../mcp/json-rpc.ts'
 import {ANONYMOUS_KEY, principalLabel, type PrincipalKey} from '../sessions/principal-key.ts'
 import {logLevelRank, moreVerbose, type LogLevel} from './log-levels.ts'
+import {versionFor} from '../mcp/protocol-versions.ts'
 
 /**
  * Shares one stdio MCP server between many HTTP client sessions (issue 11).
@@ -81,7 +82,11 @@ export class Multiplexer {
   /** Server→client requests in flight: server id → the session that must answer. */
   private readonly serverRequests = new Map<JsonRpcId, Session>()
   private nextId = 1
-  private init: {result?: unknown; inFlight?: number; waiters: Array<[Session, JsonRpcId]>} = {
+  private init: {
+    result?: unknown
+    inFlight?: number
+    waiters: Array<[Session, JsonRpcId, Message]>
+  } = {
     waiters: [],
   }
   private initializedSent = false
@@ -175,13 +180,48 @@ export class Multiplexer {
     this.initializedSent = false
   }
 
+  /**
+   * The bridge's own `initialize` (issue 31): `run` checks that the server answers before it
+   * reports the workload running, and every client is then answered from this result (with its
+   * own protocol version where it may have it, issue 33). The server sees these capabilities, the
+   * ones the bridge can route to clients. Resolves with the server's answer (or an error message).
+   */
+  initializeServer(params: Record<string, unknown>): Promise<Message> {
+    return new Promise((resolve) => {
+      const sink: ClientSink = {
+        deliver: (m) => {
+          if ('result' in m && !this.initializedSent) {
+            this.initializedSent = true
+            this.options.send({jsonrpc: '2.0', method: 'notifications/initialized'})
+          }
+          resolve(m)
+        },
+        end: (reason) => resolve(errorMessage(null, SERVER_UNAVAILABLE, reason)),
+      }
+      const bridge: Session = {
+        id: '',
+        owner: BRIDGE_OWNER,
+        sink,
+        logLevel: undefined,
+        pending: new Set(),
+        owes: new Set(),
+        subscriptions: new Set(),
+        lastActive: Date.now(),
+      }
+      this.initialize(bridge, {jsonrpc: '2.0', id: 0, method: 'initialize', params}, 0)
+    })
+  }
+
   private initialize(session: Session, message: Message, clientId: JsonRpcId): void {
     if (this.init.result !== undefined) {
-      session.sink.deliver({jsonrpc: '2.0', id: clientId, result: this.init.result}, clientId)
+      session.sink.deliver(
+        {jsonrpc: '2.0', id: clientId, result: this.answerFor(message, this.init.result)},
+        clientId,
+      )
       return
     }
     if (this.init.inFlight !== undefined) {
-      this.init.waiters.push([session, clientId])
+      this.init.waiters.push([session, clientId, message])
       return
     }
     const globalId = this.forwardRequest(session, message, clientId, 'initialize')
@@ -331,17 +371,26 @@ export class Multiplexer {
     this.init.waiters = []
     if ('result' in message) {
       this.init.result = message.result
-      for (const [session, clientId] of waiters) {
-        session.sink.deliver({jsonrpc: '2.0', id: clientId, result: message.result}, clientId)
+      for (const [session, clientId, request] of waiters) {
+        session.sink.deliver(
+          {jsonrpc: '2.0', id: clientId, result: this.answerFor(request, message.result)},
+          clientId,
+        )
       }
       return
     }
     // The server refused: the next waiter tries for itself.
     const [next, ...rest] = waiters
     this.init.waiters = rest
-    if (next && this.sessions.has(next[0].id)) {
-      this.initialize(next[0], {jsonrpc: '2.0', id: next[1], method: 'initialize'}, next[1])
-    }
+    if (next && this.sessions.has(next[0].id)) this.initialize(next[0], next[2], next[1])
+  }
+
+  /** The cached initialize result for one client: its own protocol version where it may have it. */
+  private answerFor(request: Message, result: unknown): unknown {
+    if (!isRecord(result) || typeof result.protocolVersion !== 'string') return result
+    const asked = isRecord(request.params) ? request.params.protocolVersion : undefined
+    const version = versionFor(asked, result.protocolVersion)
+    return version === result.protocolVersion ? result : {...result, protocolVersion: version}
   }
 
   private requestFromServer(message: Message): void {
@@ -446,6 +495,9 @@ export class Multiplexer {
     for (const s of this.sessions.values()) s.sink.deliver(message, undefined)
   }
 }
+
+/** The owner of the bridge's own requests (never a caller's key: callers' keys are JSON text). */
+const BRIDGE_OWNER = '\0bridge'
 
 export function errorMessage(id: JsonRpcId | null, code: number, message: string): Message {
   return {jsonrpc: '2.0', id, error: {code, message}}

@@ -70,9 +70,28 @@ export function preflight(argv: string[], ids: string[], bin = 'toolgate'): Pref
     words.push(a)
   }
   if (words.length === 0) return {kind: 'run', argv}
-  // The longest run of leading words that names a command wins; the rest are its arguments.
+  // The longest run of leading words that names a command wins; the rest are its arguments —
+  // unless the command has subcommands and the next word is a typo of one (`proxy stdo`: a
+  // subcommand meant, not a server called "stdo"; issue 31).
   for (let n = words.length; n > 0; n--) {
-    if (commands.includes(words.slice(0, n).join(' '))) return {kind: 'run', argv}
+    const name = words.slice(0, n).join(' ')
+    if (!commands.includes(name)) continue
+    const next = words[n]
+    const subs = commands.filter((c) => c.startsWith(name + ' ') && c.split(' ').length === n + 1)
+    if (next !== undefined && subs.length > 0) {
+      const typed = `${name} ${next}`
+      const near = subs.find(
+        (c) => editDistance(typed, c) <= Math.max(1, Math.floor(next.length / 3)),
+      )
+      if (near)
+        return {
+          kind: 'unknown',
+          typed,
+          suggestion: near,
+          message: `"${typed}" is not a ${bin} command. Did you mean "${bin} ${near}"? Run "${bin} help ${name}" for its subcommands.`,
+        }
+    }
+    return {kind: 'run', argv}
   }
   // A topic alone (`toolgate secret`) shows the topic's help.
   if (topics.has(words[0]!) && words.length === 1) return {kind: 'run', argv}

@@ -103,3 +103,16 @@ export function urlOf(info: AddressInfo, scheme = 'http'): string {
   const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
   return `${scheme}://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${info.port}`
 }
+
+/**
+ * Checks that `addr` can be listened on now, by listening and closing at once, so a command finds
+ * a busy port before it starts anything else (`run` starts a server process first). `where` names
+ * the flag. Port 0 is always free.
+ */
+export async function assertCanListen(addr: HostPort, where: string): Promise<void> {
+  if (addr.port === 0) return
+  const {createServer} = await import('node:net')
+  const probe = createServer()
+  await listen(probe as unknown as Server, addr, where)
+  await new Promise<void>((resolve) => probe.close(() => resolve()))
+}

@@ -77,6 +77,9 @@ export function createForwarder(deps: {
   const origin = upstream.target.origin
   const refresher = sources.upstreamToken?.onUnauthorized ? sources.upstreamToken : undefined
 
+  // The first answer of the target tells whether the paths line up: a 404 then is most often a
+  // --target-uri whose path does not end where the server's endpoint is (logged once).
+  let first = true
   const forward: Forward = async (req, res, f) => {
     const rawUrl = req.url ?? '/'
     let retry = false
@@ -93,6 +96,14 @@ export function createForwarder(deps: {
         if (statusCode === 401 && f.retry && refresher && !(f.body && !Buffer.isBuffer(f.body))) {
           retry = true
           return discard()
+        }
+        if (first) {
+          first = false
+          if (statusCode === 404)
+            log.warn(
+              'the target answered 404 to the first request: check that --target-uri and the client path together name the MCP endpoint (the client path is appended to the target URI; a target ending in /mcp or /sse is taken as that endpoint)',
+              {path: logPath(rawUrl), forwardedTo: upstream.pathFor(logPath(rawUrl))},
+            )
         }
         const refusal = f.ticket?.onHead(statusCode, rawHeaders)
         if (refusal) {

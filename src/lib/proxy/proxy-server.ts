@@ -21,6 +21,7 @@ import {
   type IncomingOidcOptions,
 } from './incoming-auth.ts'
 import {createInterceptStep} from './intercept.ts'
+import {targetPaths} from './endpoint-target.ts'
 import {logPath} from './log-path.ts'
 import {createOriginPolicy, loopbackOrigins, type OriginPolicy} from './origin.ts'
 import {REFUSED, takeRequestBody} from './request-body.ts'
@@ -52,6 +53,8 @@ export interface ProxyConfig {
   host: string
   /** 0 = a free port. */
   port: number
+  /** The flag that set `port`, for errors (`--port`; `run` says `--proxy-port`). */
+  portFlag?: string
   /** Normalised origins; undefined derives the loopback default (or no check on a non-loopback bind). */
   allowedOrigins?: string[]
   /** Bytes; 0 = 8 MiB. */
@@ -259,11 +262,16 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       ? await listenOnSocket(server, config.listenSocketPath).then(
           () => ({address: '127.0.0.1', family: 'IPv4', port: 0}) as AddressInfo,
         )
-      : await listen(server, {host: config.host, port: config.port}, '--port')
+      : await listen(server, {host: config.host, port: config.port}, config.portFlag ?? '--port')
   } catch (err) {
     await upstream.close()
     throw err
   }
+  const {endpoint} = targetPaths(config.targetUri)
+  if (endpoint && !bridged)
+    log.info(
+      `--target-uri names the MCP endpoint ${endpoint}: clients use ${urlOf(info)}${endpoint}, forwarded to ${config.targetUri.href}`,
+    )
   if (!authOn && !isLoopbackHost(config.host)) {
     log.warn(
       "!!! listening on a non-loopback address WITHOUT incoming authentication: anyone who can reach this port can use the MCP server with the proxy's credentials. Add --oidc-issuer, bind 127.0.0.1, or pass --require-auth to make this an error !!!",

@@ -1,5 +1,6 @@
 import {ToolgateError} from '../errors.ts'
 import type {UpstreamDispatcher} from './forward.ts'
+import {targetPaths} from './endpoint-target.ts'
 
 export interface UpstreamTimeouts {
   connectMs: number
@@ -51,12 +52,13 @@ export async function createUpstream(
         connections: 128,
         pipelining: 1,
       })
-  const prefix = target.pathname.replace(/\/+$/, '')
+  const {prefix} = targetPaths(target)
   return {
     target,
     dispatcher,
     // Like a reverse proxy's single-host join: target `/base` + client `/mcp` → `/base/mcp`;
-    // with a bare origin as target, paths pass unchanged (contract §3).
+    // with a bare origin as target, paths pass unchanged (contract §3). A target naming the
+    // endpoint (`/base/mcp`) is joined from `/base` (endpoint-target.ts).
     pathFor(requestUrl) {
       const url = requestUrl.startsWith('/') ? requestUrl : '/' + requestUrl
       return prefix + url

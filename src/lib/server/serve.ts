@@ -50,6 +50,9 @@ export interface ServeHandle {
   /** The bound `host:port` (`[::]:8080` when listening on every interface). */
   address: string
   internalAddress: string
+  /** Whether each server accepts connections on every interface (not loopback only). */
+  allInterfaces: boolean
+  internalAllInterfaces: boolean
   authMode: ServeConfig['auth']['mode']
   close(): Promise<void>
 }
@@ -169,6 +172,10 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
       all_interfaces: allInterfaces(mainInfo),
       url: urlOf(mainInfo),
     })
+    if (config.auth.mode === 'anonymous' && allInterfaces(mainInfo))
+      logger.warn(
+        `!!! ANONYMOUS MODE ON EVERY INTERFACE: anyone on the network can read these registries. For this machine only, pass --address 127.0.0.1:${mainInfo.port} !!!`,
+      )
 
     let closing: Promise<void> | undefined
     return {
@@ -176,6 +183,8 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
       internalUrl: urlOf(internalInfo),
       address: boundOf(mainInfo),
       internalAddress: boundOf(internalInfo),
+      allInterfaces: allInterfaces(mainInfo),
+      internalAllInterfaces: allInterfaces(internalInfo),
       authMode: config.auth.mode,
       close: () => (closing ??= cleanup()),
     }

@@ -6,7 +6,7 @@ import {
   type IsolatedProcessInfo,
   type IsolationMode,
 } from '../bridge/isolated-lanes.ts'
-import {SharedLane, type LaneOptions} from '../bridge/lane.ts'
+import {serverAnswers, SharedLane, type LaneOptions} from '../bridge/lane.ts'
 import {ToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
 import {principalLabel} from '../sessions/principal-key.ts'
@@ -74,8 +74,10 @@ export async function startLocalServer(
   const env = stdio
     ? spec.env
     : {...spec.env, PORT: String(spec.targetPort), MCP_PORT: String(spec.targetPort)}
+  const tail = new StderrTail()
   const record = (chunk: Uint8Array) => {
     serverLog.write(chunk)
+    tail.add(chunk)
     hooks.echo?.(chunk)
   }
   const spawn = () => spawnServer({command, args, env, stdinOpen: stdio})
@@ -85,7 +87,7 @@ export async function startLocalServer(
     onNoise: (line) => serverLog.line(`[stdout, not JSON-RPC] ${line}`),
   }
   if (stdio && spec.isolation !== 'shared') {
-    return startIsolated(spec, hooks, {spawn, record, laneOptions})
+    return startIsolated(spec, hooks, {spawn, record, laneOptions, tail})
   }
 
   const shared = stdio ? new SharedLane(laneOptions) : undefined
@@ -127,8 +129,16 @@ export async function startLocalServer(
     if (early)
       throw new ToolgateError(
         'ERR_UPSTREAM',
-        `the MCP server ${describeExit(early)} while starting`,
+        `the MCP server ${describeExit(early)} while starting${tail.text()}`,
       )
+    if (shared) {
+      const why = await serverAnswers(
+        shared.lane,
+        supervisor.current!.exited,
+        spec.startupTimeoutMs,
+      )
+      if (why) throw notAnMcpServer(command, why, tail)
+    }
   } catch (err) {
     await close(2_000)
     throw err
@@ -147,6 +157,7 @@ async function startIsolated(
     spawn: () => Promise<ServerProcess>
     record: (chunk: Uint8Array) => void
     laneOptions: LaneOptions
+    tail: StderrTail
   },
 ): Promise<LocalServer> {
   const {logger, serverLog} = hooks
@@ -172,12 +183,17 @@ async function startIsolated(
   })
   const bridge = await startBridge({logger, maxBodyBytes: spec.maxBodyBytes}, lanes)
   try {
-    await lanes.start()
+    await lanes.start((lane, server) => serverAnswers(lane, server.exited, spec.startupTimeoutMs))
   } catch (err) {
     await bridge.close()
     const exit = (err as {exit?: ExitInfo}).exit
+    const why = (err as {why?: string}).why
+    if (why) throw notAnMcpServer(spec.command[0]!, why, parts.tail)
     if (!exit) throw err
-    throw new ToolgateError('ERR_UPSTREAM', `the MCP server ${describeExit(exit)} while starting`)
+    throw new ToolgateError(
+      'ERR_UPSTREAM',
+      `the MCP server ${describeExit(exit)} while starting${parts.tail.text()}`,
+    )
   }
   return {
     targetUri: 'http://localhost',
@@ -188,6 +204,32 @@ async function startIsolated(
       return undefined
     },
   }
+}
+
+/** The last lines a server wrote on stderr, for a start that failed. */
+class StderrTail {
+  #lines: string[] = []
+  #partial = ''
+
+  add(chunk: Uint8Array): void {
+    const parts = (this.#partial + Buffer.from(chunk).toString('utf8')).split('\n')
+    this.#partial = (parts.pop() ?? '').slice(-2000)
+    for (const line of parts) if (line.trim() !== '') this.#lines.push(line.slice(0, 2000))
+    if (this.#lines.length > 10) this.#lines = this.#lines.slice(-10)
+  }
+
+  /** "\nits last stderr lines: …", or nothing when it wrote none. */
+  text(): string {
+    const lines = [...this.#lines, ...(this.#partial.trim() ? [this.#partial] : [])].slice(-10)
+    return lines.length ? `; its last stderr lines:\n${lines.map((l) => `  ${l}`).join('\n')}` : ''
+  }
+}
+
+function notAnMcpServer(command: string, why: string, tail: StderrTail): ToolgateError {
+  return new ToolgateError(
+    'ERR_UPSTREAM',
+    `the server did not answer initialize: ${why}. Is "${command}" an MCP server that speaks stdio (JSON-RPC on stdin/stdout)? A server that listens on a port needs --transport streamable-http|sse and --target-port${tail.text()}`,
+  )
 }
 
 /** Resolves undefined once the port accepts a connection; the exit info if the server died first. */

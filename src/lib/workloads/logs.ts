@@ -2,12 +2,13 @@ import {open, stat} from 'node:fs/promises'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {ToolgateError} from '../errors.ts'
 import {proxyLogFile, serverLogFile} from './detach.ts'
-import {readWorkload} from './state.ts'
+import {effectiveStatus, readWorkload, type WorkloadState} from './state.ts'
 
 /**
  * `toolgate logs`: the last lines of a workload's log and, with `follow`, every new line until the
- * signal aborts. The file is polled (fs.watch misses events on some filesystems) and read from
- * where the last read stopped; a rotation (the file shrank or was replaced) restarts at its top.
+ * signal aborts or the workload ends (issue 31: a follow that outlived its workload waited for
+ * nothing). The file is polled (fs.watch misses events on some filesystems) and read from where
+ * the last read stopped; a rotation (the file shrank or was replaced) restarts at its top.
  */
 
 export interface LogsOptions {
@@ -22,7 +23,17 @@ export interface LogsOptions {
 
 const TAIL_WINDOW = 4 * 1024 * 1024
 
-export async function showLogs(name: string, options: LogsOptions): Promise<void> {
+/** How often a follow looks at the workload's state (it ends when the workload does). */
+const STATE_CHECK_MS = 1_000
+
+/**
+ * Returns the workload's final state when a follow ended because the workload stopped or exited,
+ * undefined otherwise (no follow, or interrupted).
+ */
+export async function showLogs(
+  name: string,
+  options: LogsOptions,
+): Promise<WorkloadState | undefined> {
   const env = options.env ?? process.env
   if (!(await readWorkload(name, env))) {
     throw new ToolgateError(
@@ -33,14 +44,26 @@ export async function showLogs(name: string, options: LogsOptions): Promise<void
   const file = options.proxy ? proxyLogFile(name, env) : serverLogFile(name, env)
   let position = await printTail(file, options.tail, options.write)
   let identity = await fileIdentity(file)
+  let checked = Date.now()
   while (options.follow && !options.signal?.aborted) {
     await sleep(options.pollMs ?? 200, undefined, {signal: options.signal}).catch(() => undefined)
+    // Read the state before the file: what the workload wrote before it ended is printed below.
+    let ended: WorkloadState | undefined
+    if (Date.now() - checked >= STATE_CHECK_MS) {
+      checked = Date.now()
+      const state = await readWorkload(name, env).catch(() => undefined)
+      const status = state ? effectiveStatus(state) : 'stopped'
+      if (status !== 'running' && status !== 'starting') ended = state
+    }
     const now = await fileIdentity(file)
-    if (now === undefined) continue
-    if (now.ino !== identity?.ino || now.size < position) position = 0
-    identity = now
-    if (now.size > position) position = await printFrom(file, position, now.size, options.write)
+    if (now !== undefined) {
+      if (now.ino !== identity?.ino || now.size < position) position = 0
+      identity = now
+      if (now.size > position) position = await printFrom(file, position, now.size, options.write)
+    }
+    if (ended) return ended
   }
+  return undefined
 }
 
 async function fileIdentity(file: string): Promise<{ino: number; size: number} | undefined> {

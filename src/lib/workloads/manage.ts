@@ -46,6 +46,8 @@ export function statusText(state: WorkloadState): string {
   const status = effectiveStatus(state)
   if (status === 'lost') return `lost (process ${state.supervisorPid} is gone)`
   if (status === 'exited') {
+    if (typeof state.error === 'string')
+      return `failed to start (${state.error.split('\n')[0]!.slice(0, 120)})`
     if (state.exitSignal) return `exited (${state.exitSignal})`
     return `exited (code ${state.exitCode ?? 'unknown'})`
   }
@@ -113,10 +115,12 @@ export async function stopWorkload(
   name: string,
   timeoutMs: number,
   env: NodeJS.ProcessEnv = process.env,
-): Promise<WorkloadState> {
+): Promise<WorkloadState & {wasRunning: boolean}> {
   const state = await mustRead(name, env)
   const alive = supervisorAlive(state)
-  if (!alive && state.status !== 'running' && state.status !== 'starting') return state
+  // Nothing to stop: said so by the command, not hidden behind a plain "stopped" (issue 31).
+  if (!alive && state.status !== 'running' && state.status !== 'starting')
+    return {...state, wasRunning: false}
   if (alive) {
     signal(state.supervisorPid, 'SIGTERM')
     if (!(await waitGone(state.supervisorPid, timeoutMs))) {
@@ -138,9 +142,9 @@ export async function stopWorkload(
       stoppedAt: new Date().toISOString(),
     }
     await writeWorkload(stopped, env)
-    return stopped
+    return {...stopped, wasRunning: true}
   }
-  return after
+  return {...after, wasRunning: true}
 }
 
 /** Removes a stopped workload's state and logs; a running one only with `force` (stopped first). */

@@ -6,6 +6,8 @@ import {parseDuration} from '../config/duration.ts'
 import {xdgDirs} from '../config/xdg.ts'
 import type {ChildRequest} from './child-argv.ts'
 import {proxyLogFile, serverLogFile, startDetached} from './detach.ts'
+import {assertCommandExists} from './find-command.ts'
+import {assertCanListen} from '../http/listen.ts'
 import {assertNameFree, startWorkload, type RunningWorkload} from './run-workload.ts'
 import {buildWorkloadSpec, checkRunInput, type RunInput} from './spec.ts'
 import type {WorkloadState} from './state.ts'
@@ -28,9 +30,9 @@ export type RunFlags = Omit<PipelineFlags, 'target-uri'> & {
   url?: string | undefined
   'from-registry'?: string | undefined
   'proxy-port'?: number | undefined
-  env: string[]
+  env?: string[] | undefined
   'env-file'?: string | undefined
-  secret: string[]
+  secret?: string[] | undefined
   'request-timeout': string
   'stop-timeout': string
   'startup-timeout': string
@@ -56,9 +58,9 @@ export function runInput(name: string, rest: string[], flags: RunFlags): RunInpu
     targetPort: flags['target-port'],
     url: flags.url,
     proxyPort: flags['proxy-port'],
-    env: flags.env,
+    env: flags.env ?? [],
     envFile: flags['env-file'],
-    secrets: flags.secret,
+    secrets: flags.secret ?? [],
     requestTimeout: flags['request-timeout'],
     stopTimeout: flags['stop-timeout'],
     startupTimeout: flags['startup-timeout'],
@@ -70,6 +72,37 @@ export function runInput(name: string, rest: string[], flags: RunFlags): RunInpu
   }
 }
 
+/**
+ * `run`'s own arguments, and the server's command line: everything after the first `--`,
+ * untouched (repeated flags, a second `--`, empty strings, spaces). Without `--`, `server` is
+ * undefined and positionals after NAME are the command (or the registry server reference).
+ */
+export function splitServerCommand(argv: string[]): {own: string[]; server?: string[]} {
+  const i = argv.indexOf('--')
+  return i === -1 ? {own: argv} : {own: argv.slice(0, i), server: argv.slice(i + 1)}
+}
+
+/**
+ * oclif's parse errors for `run`, in the user's terms: a flag oclif does not know, after a word
+ * that is not a flag and with no `--`, is the server's own flag (`run x npx -y pkg`).
+ */
+export function explainRunParseError(
+  err: unknown,
+  split: {own: string[]; server?: string[]},
+): unknown {
+  const flags = (err as {flags?: unknown}).flags
+  if (split.server !== undefined || !Array.isArray(flags) || flags.length === 0) return err
+  const words = split.own.filter((a) => !a.startsWith('-'))
+  if (words.length < 2) return err
+  const [name, ...command] = words
+  const first = split.own.findIndex((a) => a === command[0])
+  const shown = split.own.slice(first).join(' ')
+  return new ToolgateError(
+    'ERR_USAGE',
+    `${flags.join(', ')} is not a flag of toolgate run; it looks like the server's own. Put the server command after --: toolgate run ${name} -- ${shown}`,
+  )
+}
+
 /** Starts the workload in the background and returns its state once it is ready. */
 export async function runDetached(
   input: RunInput,
@@ -78,6 +111,13 @@ export async function runDetached(
 ): Promise<WorkloadState> {
   checkRunInput(input)
   await assertNameFree(input.name)
+  // Found by `run` itself, before a background process starts (issue 31).
+  if (input.proxyPort)
+    await assertCanListen(
+      {host: input.flags.host ?? '127.0.0.1', port: input.proxyPort},
+      '--proxy-port',
+    )
+  if (input.command[0] && input.url === undefined) assertCommandExists(input.command[0])
   // A registry entry is fetched here too, so a bad name, a missing package or a missing required
   // variable is reported by `run` itself, not found later in the background process's log.
   if (input.registry) await buildWorkloadSpec(input, {openStore: () => openSecretStore()})

@@ -12,6 +12,8 @@ import type {RestartPolicy} from '../supervisor/supervisor.ts'
 import type {RotatingLog} from '../supervisor/rotating-log.ts'
 import type {IsolationMode} from '../bridge/isolated-lanes.ts'
 import {startLocalServer, type LocalServer} from './local-server.ts'
+import {assertCommandExists} from './find-command.ts'
+import {assertCanListen} from '../http/listen.ts'
 import {
   processStartTime,
   readWorkload,
@@ -92,6 +94,14 @@ export async function startWorkload(
   const {logger} = deps
   const env = deps.stateEnv
   await assertNameFree(spec.name, env)
+  // What can be found wrong before anything starts is found now, with no state left behind
+  // (issue 31): a busy port, a command that is not there.
+  if (spec.proxyPort)
+    await assertCanListen(
+      {host: spec.flags.host ?? '127.0.0.1', port: spec.proxyPort},
+      '--proxy-port',
+    )
+  if (spec.command?.[0]) assertCommandExists(spec.command[0], spec.env)
   const now = new Date().toISOString()
   let state: WorkloadState = {
     name: spec.name,
@@ -191,6 +201,7 @@ export async function startWorkload(
       deps.pipeline,
       {
         ...(local?.targetSocketPath ? {targetSocketPath: local.targetSocketPath} : {}),
+        portFlag: '--proxy-port',
         // A remote is forwarded to at its origin, paths unchanged: clients use the remote's own
         // path on the proxy (remoteClientUrl). Its full URL still drives remote-auth discovery.
         ...(spec.url ? {targetUri: new URL(new URL(spec.url).origin)} : {}),
