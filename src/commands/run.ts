@@ -53,7 +53,7 @@ export default class Run extends BaseCommand {
     } = await this.parse(Run, split.own).catch((err: unknown) => {
       throw lib.explainRunParseError(err, split)
     })
-    const extra = split.server ?? (rest as string[]).slice(1)
+    const extra = lib.serverArgs(split, (rest as string[]).slice(1), flags)
     const input = lib.runInput(args.NAME, extra, flags)
     if (!flags.foreground) {
       const state = await lib.runDetached(

@@ -531,6 +531,7 @@ describe('the auth explain command', () => {
     const ok = await cli(['--config', configFile, '--json'], `${await a.signJwt(good())}\n`)
     assert.equal(ok.code, 0, ok.stderr)
     assert.equal((JSON.parse(ok.stdout) as Explanation).verdict, 'accepted')
+    assert.equal((JSON.parse(ok.stdout) as {event: string}).event, 'explanation')
     const file = join(dir, 'token.txt')
     writeFileSync(file, `Bearer ${await a.signJwt({...good(), aud: 'api://other'})}\n`)
     const refused = await cli([...proxyArgs, '--token-file', file])

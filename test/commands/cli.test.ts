@@ -206,7 +206,7 @@ describe('launching', () => {
       },
     )
     assert.equal(r.status, 0, r.stderr)
-    assert.deepEqual(JSON.parse(r.stdout), [])
+    assert.deepEqual(JSON.parse(r.stdout), {event: 'secrets', names: []})
   })
 })
 
@@ -221,6 +221,6 @@ describe('long flag lists', () => {
       assert.deepEqual(loose, [], `${id.replaceAll(':', ' ')}: flags without helpGroup`)
     }
     const r = cli(['auth', 'token', '--help'])
-    assert.match(r.stdout, /REMOTE AUTH FLAGS/)
+    assert.match(r.stdout, /OUTGOING AUTH FLAGS/)
   })
 })

@@ -168,8 +168,17 @@ const ROWS: Record<string, Row[]> = {
   ],
   run: [
     {
-      // The server lives 3 s (past the start check), then the background process ends with it.
-      argv: () => ['run', 'ni', '--', process.execPath, '-e', 'setTimeout(() => {}, 3000)'],
+      // The server answers initialize (run's start check), lives 5 s, then the background process
+      // ends with it.
+      argv: () => [
+        'run',
+        'ni',
+        '--',
+        'timeout',
+        '5',
+        process.execPath,
+        'test/fixtures/mcp/tenant-server.ts',
+      ],
       expect: {ends: 0},
       why: 'a detached run returns once the workload is up',
     },
@@ -180,8 +189,7 @@ const ROWS: Record<string, Row[]> = {
         '--foreground',
         '--',
         process.execPath,
-        '-e',
-        'setInterval(() => {}, 1000)',
+        'test/fixtures/mcp/tenant-server.ts',
       ],
       expect: {serves: true},
       why: 'a foreground run serves',

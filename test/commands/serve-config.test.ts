@@ -139,6 +139,7 @@ describe('configuration that starts', {concurrency: 2}, () => {
     const line = JSON.parse(s.stdout().split('\n')[0]!) as Record<string, string>
     assert.deepEqual(Object.keys(line).sort(), [
       'address',
+      'allInterfaces',
       'authMode',
       'event',
       'internalAddress',

@@ -27,6 +27,7 @@ export default class AuthToken extends BaseCommand {
       description: 'Implied: auth token always logs in (accepted for lines copied from proxy).',
       default: false,
       hidden: true,
+      helpGroup: 'OUTGOING AUTH',
     }),
     ...grouped(loginFlags, 'OUTGOING AUTH'),
     show: Flags.boolean({

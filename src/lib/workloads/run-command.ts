@@ -83,6 +83,30 @@ export function splitServerCommand(argv: string[]): {own: string[]; server?: str
 }
 
 /**
+ * What follows NAME: the server command after `--`, or (without `--`) the positionals — the
+ * command, or the registry server reference with --from-registry. Words on both sides of `--` are
+ * a mistake, never silently dropped.
+ */
+export function serverArgs(
+  split: {own: string[]; server?: string[]},
+  positionals: string[],
+  flags: {'from-registry'?: string | undefined},
+): string[] {
+  if (split.server === undefined || split.server.length === 0) return positionals
+  if (flags['from-registry'] !== undefined)
+    throw new ToolgateError(
+      'ERR_USAGE',
+      `--from-registry: the registry entry decides the server command; nothing goes after -- (got "${split.server.join(' ').slice(0, 80)}")`,
+    )
+  if (positionals.length > 0)
+    throw new ToolgateError(
+      'ERR_USAGE',
+      `"${positionals.join(' ').slice(0, 80)}" before --: the server command goes after -- alone (toolgate run NAME [flags] -- <command> [args…])`,
+    )
+  return split.server
+}
+
+/**
  * oclif's parse errors for `run`, in the user's terms: a flag oclif does not know, after a word
  * that is not a flag and with no `--`, is the server's own flag (`run x npx -y pkg`).
  */
