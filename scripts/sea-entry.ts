@@ -10,6 +10,7 @@
  */
 import {versionInfo, versionLine} from '../src/lib/version.ts'
 import {isWorkloadChild} from '../src/lib/workloads/child-flag.ts'
+import {SANDBOX_INIT_FLAG} from '../src/lib/sandbox/init-flag.ts'
 
 // Fast path: `--version`, `-v` and `version` [--json] print the build facts before oclif and the
 // command modules are even loaded (esbuild keeps the dynamic imports below lazy), so the most
@@ -20,7 +21,12 @@ if (
   (args.length === 1 || json) &&
   (args[0] === '--version' || args[0] === '-v' || args[0] === 'version')
 ) {
-  process.stdout.write((json ? JSON.stringify(versionInfo()) : versionLine()) + '\n')
+  process.stdout.write(
+    (json ? JSON.stringify({event: 'version', ...versionInfo()}) : versionLine()) + '\n',
+  )
+} else if (args[0] === SANDBOX_INIT_FLAG) {
+  // Inside a sandbox: the loopback forwarder, then the server (lib/sandbox/init-source.ts).
+  void import('../src/lib/sandbox/init-source.ts').then((m) => m.runSandboxInit(args.slice(1)))
 } else if (isWorkloadChild(args)) {
   // A detached run's background process skips oclif altogether (lib/workloads/child-main.ts), as
   // src/cli.ts does.

@@ -24,13 +24,14 @@ export default class List extends BaseCommand {
       return
     }
     const table = [
-      ['NAME', 'STATUS', 'URL', 'PORT', 'ISOLATION', 'CREATED'],
+      ['NAME', 'STATUS', 'URL', 'PORT', 'ISOLATION', 'SANDBOX', 'CREATED'],
       ...rows.map((r) => [
         r.name,
         r.status,
         r.url || '-',
         r.port ? String(r.port) : '-',
         isolationText(r),
+        r.sandbox ?? '-',
         r.created,
       ]),
     ]

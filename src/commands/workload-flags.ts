@@ -61,6 +61,17 @@ export const workloadFlags = {
     default: 'no',
     helpGroup: 'WORKLOAD',
   }),
+  sandbox: Flags.boolean({
+    description:
+      'Confine the server with the OS (bubblewrap on Linux, sandbox-exec on macOS) under --permission-profile (default none: no network, no host files but the runtime). Default: on for --from-registry, off otherwise.',
+    allowNo: true,
+    helpGroup: 'WORKLOAD',
+  }),
+  'permission-profile': Flags.string({
+    description:
+      'none, network, or a JSON file ({"read","write","network":{"outbound":{"allow_host","allow_port","insecure_allow_all"}}}): what the sandboxed server may read, write and reach. Implies --sandbox.',
+    helpGroup: 'WORKLOAD',
+  }),
   isolation: Flags.string({
     description:
       'stdio servers: one process for every caller (shared), one per authenticated principal, or one per client session. Default: principal with incoming auth, else shared.',

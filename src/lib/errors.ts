@@ -39,6 +39,8 @@ export const ERROR_CODES = {
   ERR_ORIGIN_NOT_ALLOWED: {status: 403, exit: 77},
   ERR_TOKEN_EXCHANGE: {status: 401, exit: 77},
   ERR_UPSTREAM: {status: 502, exit: 69},
+  // --sandbox asked for and the sandbox tool (bwrap, sandbox-exec) is missing or unsupported here
+  ERR_SANDBOX_UNAVAILABLE: {status: 500, exit: 69},
   ERR_NO_UPSTREAM_TOKEN: {status: 503, exit: 69},
   // remote OAuth
   ERR_OAUTH_FLOW: {status: 502, exit: 77},

@@ -11,7 +11,9 @@ import {mcpClient, runForeground, textOf} from '../helpers/workload.ts'
 /**
  * Publish → discover → run: a real `toolgate serve` holds entries whose npm package is installed
  * locally (server-everything, so `npx -y pkg@version` needs no network), and `toolgate run
- * --from-registry` resolves, checks the declared variables, starts and fronts it.
+ * --from-registry` resolves, checks the declared variables, starts and fronts it. These run with
+ * --no-sandbox: the sandbox installs the package into its cache from the npm registry, which tests
+ * do not reach (run-sandbox.test.ts runs a registry entry sandboxed, from a loopback npm registry).
  */
 const EVERYTHING_VERSION = (
   createRequire(import.meta.url)('@modelcontextprotocol/server-everything/package.json') as {
@@ -88,7 +90,7 @@ describe('toolgate run --from-registry', () => {
   it('starts the npm package of a registry entry and answers through the proxy', async () => {
     const w = await runForeground(
       'from-reg',
-      ['--from-registry', base, `io.github.test/everything@${EVERYTHING_VERSION}`],
+      ['--no-sandbox', '--from-registry', base, `io.github.test/everything@${EVERYTHING_VERSION}`],
       [],
       home,
     )
@@ -106,7 +108,15 @@ describe('toolgate run --from-registry', () => {
 
   it('resolves the latest version when none is given', async () => {
     const r = runCli(
-      ['run', 'latest-one', '--json', '--from-registry', base, 'io.github.test/everything'],
+      [
+        'run',
+        'latest-one',
+        '--json',
+        '--no-sandbox',
+        '--from-registry',
+        base,
+        'io.github.test/everything',
+      ],
       home,
     )
     assert.equal(await r.exited, 0, r.stderr())
@@ -118,7 +128,10 @@ describe('toolgate run --from-registry', () => {
   })
 
   it('names a required variable that is missing, and starts once it is given', async () => {
-    const r = runCli(['run', 'keyed', '--from-registry', base, 'io.github.test/needs-key'], home)
+    const r = runCli(
+      ['run', 'keyed', '--no-sandbox', '--from-registry', base, 'io.github.test/needs-key'],
+      home,
+    )
     assert.equal(await r.exited, 2)
     assert.match(
       r.stderr(),
@@ -130,6 +143,7 @@ describe('toolgate run --from-registry', () => {
         'keyed',
         '-e',
         'WEATHER_API_KEY=k',
+        '--no-sandbox',
         '--from-registry',
         base,
         'io.github.test/needs-key',
@@ -147,7 +161,7 @@ describe('toolgate run --from-registry', () => {
       [['not a name'], 2, /is not <namespace\/name>\[@version\]/],
     ]
     for (const [ref, code, message] of cases) {
-      const r = runCli(['run', 'bad', '--from-registry', base, ...ref], home)
+      const r = runCli(['run', 'bad', '--no-sandbox', '--from-registry', base, ...ref], home)
       assert.equal(await r.exited, code, r.stderr())
       assert.match(r.stderr(), message)
     }

@@ -10,7 +10,8 @@ export function selfInvocation(nodeFlags: string[] = []): {command: string; args
   return {command: process.execPath, args: [...nodeFlags, ...process.execArgv, process.argv[1]!]}
 }
 
-function isSingleExecutable(): boolean {
+/** Whether this process is the standalone executable (a Node single-executable application). */
+export function isSingleExecutable(): boolean {
   try {
     const sea = createRequire(import.meta.url)('node:sea') as {isSea?: () => boolean}
     return sea.isSea?.() === true

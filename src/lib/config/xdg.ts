@@ -9,6 +9,8 @@ export interface XdgDirs {
   config: string
   data: string
   state: string
+  /** Rebuildable data (the sandbox's installed packages). */
+  cache: string
 }
 
 export function xdgDirs(env: NodeJS.ProcessEnv = process.env, app = 'toolgate'): XdgDirs {
@@ -22,5 +24,6 @@ export function xdgDirs(env: NodeJS.ProcessEnv = process.env, app = 'toolgate'):
     config: join(pick('XDG_CONFIG_HOME', join(home, '.config')), app),
     data: join(pick('XDG_DATA_HOME', join(home, '.local', 'share')), app),
     state: join(pick('XDG_STATE_HOME', join(home, '.local', 'state')), app),
+    cache: join(pick('XDG_CACHE_HOME', join(home, '.cache')), app),
   }
 }

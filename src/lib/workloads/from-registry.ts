@@ -19,6 +19,11 @@ export interface RegistryResolution {
   /** Declared defaults for variables the user did not set. */
   defaults: Record<string, string>
   required: Array<{name: string; description?: string; secret: boolean}>
+  /** Hosts (and ports) the entry declares its server needs (`permissions.network.outbound`). */
+  hosts?: string[]
+  ports?: number[]
+  /** The npm registry the package comes from (`registryBaseUrl`), for the sandbox's install. */
+  npmRegistry?: string
 }
 
 const RUNNERS: Record<string, (id: string, version: string) => string[]> = {
@@ -89,7 +94,19 @@ export function resolveEntry(server: Record<string, unknown>): RegistryResolutio
     if (!runner || transport !== 'stdio' || typeof pkg.identifier !== 'string') continue
     const pkgVersion = typeof pkg.version === 'string' ? pkg.version : version
     const command = [...runner(pkg.identifier, pkgVersion), ...packageArguments(pkg, serverName)]
-    return {serverName, version, command, transport: 'stdio', ...declaredEnv(pkg)}
+    const registry =
+      pkg.registryType === 'npm' && typeof pkg.registryBaseUrl === 'string'
+        ? {npmRegistry: pkg.registryBaseUrl}
+        : {}
+    return {
+      serverName,
+      version,
+      command,
+      transport: 'stdio',
+      ...declaredEnv(pkg),
+      ...declaredNetwork(server),
+      ...registry,
+    }
   }
   const remote =
     remotes.find((r) => typeof r.url === 'string' && r.type === 'streamable-http') ??
@@ -111,6 +128,30 @@ export function resolveEntry(server: Record<string, unknown>): RegistryResolutio
     'ERR_USAGE',
     `--from-registry: ${serverName}@${version} has no package toolgate can run (npm, pypi or oci over stdio) and no remote${kinds.length ? `; it offers ${kinds.join(', ')}` : ''}`,
   )
+}
+
+/**
+ * The outbound network a registry entry declares (ToolHive's `permissions` shape), read from the
+ * entry itself or its publisher-provided metadata. Only hosts that are names are taken.
+ */
+function declaredNetwork(server: Record<string, unknown>): {hosts?: string[]; ports?: number[]} {
+  const meta = isRecord(server._meta) ? server._meta : {}
+  const publisher = meta['io.modelcontextprotocol.registry/publisher-provided']
+  const permissions = [server.permissions, isRecord(publisher) ? publisher.permissions : undefined]
+  for (const p of permissions) {
+    const outbound = isRecord(p) && isRecord(p.network) ? p.network.outbound : undefined
+    if (!isRecord(outbound)) continue
+    const hosts = Array.isArray(outbound.allow_host)
+      ? outbound.allow_host.filter(
+          (h): h is string => typeof h === 'string' && /^\.?[A-Za-z0-9.-]+$/.test(h),
+        )
+      : []
+    const ports = Array.isArray(outbound.allow_port)
+      ? outbound.allow_port.filter((n): n is number => Number.isInteger(n) && n > 0 && n < 65536)
+      : []
+    if (hosts.length > 0) return {hosts, ports}
+  }
+  return {}
 }
 
 function declaredEnv(

@@ -30,6 +30,8 @@ export interface WorkloadRow {
   pid?: number
   /** stdio workloads: shared, principal or session (issue 30). */
   isolation?: string
+  /** The permission profile of a sandboxed server (issue 32). */
+  sandbox?: string
   /** Isolated workloads: the server processes running now. */
   processes?: {pid?: number; principal?: string; sessions: number; startedAt: string}[]
 }
@@ -71,6 +73,7 @@ export async function workloadRows(
       ...(s.status === 'exited' ? {exitCode: s.exitCode ?? null} : {}),
       ...(supervisorAlive(s) && s.supervisorPid ? {pid: s.supervisorPid} : {}),
       ...(typeof s.isolation === 'string' ? {isolation: s.isolation} : {}),
+      ...(typeof s.sandbox === 'string' ? {sandbox: s.sandbox} : {}),
       ...(Array.isArray(s.processes) && effectiveStatus(s) === 'running'
         ? {processes: s.processes as NonNullable<WorkloadRow['processes']>}
         : {}),

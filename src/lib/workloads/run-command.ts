@@ -7,6 +7,7 @@ import {xdgDirs} from '../config/xdg.ts'
 import type {ChildRequest} from './child-argv.ts'
 import {proxyLogFile, serverLogFile, startDetached} from './detach.ts'
 import {assertCommandExists} from './find-command.ts'
+import {loadPermissionProfile} from '../sandbox/profile.ts'
 import {assertCanListen} from '../http/listen.ts'
 import {assertNameFree, startWorkload, type RunningWorkload} from './run-workload.ts'
 import {buildWorkloadSpec, checkRunInput, type RunInput} from './spec.ts'
@@ -38,6 +39,8 @@ export type RunFlags = Omit<PipelineFlags, 'target-uri'> & {
   'startup-timeout': string
   restart: string
   isolation?: string | undefined
+  sandbox?: boolean | undefined
+  'permission-profile'?: string | undefined
   'idle-timeout': string
   'max-processes': number
 }
@@ -66,6 +69,8 @@ export function runInput(name: string, rest: string[], flags: RunFlags): RunInpu
     startupTimeout: flags['startup-timeout'],
     restart: flags.restart,
     isolation: flags.isolation,
+    sandbox: flags.sandbox,
+    permissionProfile: flags['permission-profile'],
     idleTimeout: flags['idle-timeout'],
     maxProcesses: flags['max-processes'],
     flags,
@@ -142,6 +147,8 @@ export async function runDetached(
       '--proxy-port',
     )
   if (input.command[0] && input.url === undefined) assertCommandExists(input.command[0])
+  // A profile that does not load is reported here, not by the background process.
+  if (input.permissionProfile !== undefined) loadPermissionProfile(input.permissionProfile)
   // A registry entry is fetched here too, so a bad name, a missing package or a missing required
   // variable is reported by `run` itself, not found later in the background process's log.
   if (input.registry) await buildWorkloadSpec(input, {openStore: () => openSecretStore()})

@@ -11,6 +11,8 @@ import type {ExitInfo} from '../supervisor/server-process.ts'
 import type {RestartPolicy} from '../supervisor/supervisor.ts'
 import type {RotatingLog} from '../supervisor/rotating-log.ts'
 import type {IsolationMode} from '../bridge/isolated-lanes.ts'
+import type {PermissionProfile} from '../sandbox/profile.ts'
+import type {PreparedSandbox} from '../sandbox/sandbox.ts'
 import {startLocalServer, type LocalServer} from './local-server.ts'
 import {assertCommandExists} from './find-command.ts'
 import {assertCanListen} from '../http/listen.ts'
@@ -48,6 +50,8 @@ export interface WorkloadSpec {
   isolation: IsolationMode
   idleTimeoutMs: number
   maxProcesses: number
+  /** Run the server confined (issue 32). */
+  sandbox?: {profile: PermissionProfile; npmRegistry?: string | undefined} | undefined
   /** The pipeline flags (incoming auth, authz, outgoing auth, limits); target and port are set here. */
   flags: PipelineFlags
   proxyPort?: number
@@ -116,6 +120,7 @@ export async function startWorkload(
     ...startTimeOf(process.pid),
     ...(spec.command ? {command: spec.command} : {}),
     ...(spec.transport === 'stdio' ? {isolation: spec.isolation} : {}),
+    ...(spec.sandbox ? {sandbox: spec.sandbox.profile.name} : {}),
     ...(spec.url ? {remoteUrl: spec.url} : {}),
     ...(spec.secretNames.length ? {secrets: spec.secretNames} : {}),
     createdAt: now,
@@ -141,6 +146,7 @@ export async function startWorkload(
   const finished = new Promise<WorkloadState>((r) => (resolveFinished = r))
   let pipeline: Pipeline | undefined
   let local: LocalServer | undefined
+  let sandbox: PreparedSandbox | undefined
   let ending: Promise<WorkloadState> | undefined
   const end = (status: 'exited' | 'stopped', info?: ExitInfo) =>
     (ending ??= (async () => {
@@ -149,6 +155,7 @@ export async function startWorkload(
       const stopped = await local?.close(status === 'stopped' ? spec.stopTimeoutMs : 0)
       const exit = status === 'stopped' ? stopped : info
       await pipeline?.close().catch(() => undefined)
+      await sandbox?.close().catch(() => undefined)
       const final = await save({
         status,
         ...(exit ? {exitCode: exit.code, exitSignal: exit.signal} : {}),
@@ -160,12 +167,27 @@ export async function startWorkload(
     })())
 
   try {
-    if (spec.command) {
+    let command = spec.command
+    let serverEnv = spec.env
+    if (command && spec.sandbox) {
+      // Loaded only for a sandboxed workload (issue 11: the background process stays small).
+      const {prepareSandbox} = await import('../sandbox/sandbox.ts')
+      sandbox = await prepareSandbox(
+        command,
+        serverEnv,
+        {workload: spec.name, ...spec.sandbox},
+        {logger},
+      )
+      command = sandbox.command
+      serverEnv = sandbox.env
+      logger.info('server sandboxed', {profile: sandbox.profile.name})
+    }
+    if (command) {
       local = await startLocalServer(
         {
           transport: spec.transport as 'stdio' | 'streamable-http' | 'sse',
-          command: spec.command,
-          env: spec.env,
+          command,
+          env: serverEnv,
           ...(spec.targetPort !== undefined ? {targetPort: spec.targetPort} : {}),
           requestTimeoutMs: spec.requestTimeoutMs,
           maxBodyBytes: spec.flags['max-request-body-size'] || 8 * 1024 * 1024,
@@ -212,6 +234,7 @@ export async function startWorkload(
     )
   } catch (err) {
     await local?.close(2_000).catch(() => undefined)
+    await sandbox?.close().catch(() => undefined)
     // A server that died while starting has already recorded its exit status (end()).
     if (ending) await ending
     await save({

@@ -14,6 +14,7 @@ import {
 import {buildServerEnv, parseEnvAssignment, parseSecretMapping} from './server-env.ts'
 import {validateWorkloadName, type WorkloadTransport} from './state.ts'
 import type {IsolationMode} from '../bridge/isolated-lanes.ts'
+import {loadPermissionProfile, withHosts} from '../sandbox/profile.ts'
 
 /**
  * `toolgate run` flags → a WorkloadSpec, with every check that can fail done before anything
@@ -41,7 +42,28 @@ export interface RunInput {
   isolation?: string | undefined
   idleTimeout: string
   maxProcesses: number
+  /** `--sandbox`/`--no-sandbox`; undefined: on for --from-registry or with a profile. */
+  sandbox?: boolean | undefined
+  permissionProfile?: string | undefined
   flags: Omit<PipelineFlags, 'target-uri'>
+}
+
+/** Whether the server runs sandboxed (issue 32): asked for, implied by a profile, or a registry entry. */
+export function sandboxWanted(input: RunInput): boolean {
+  return input.sandbox ?? (input.permissionProfile !== undefined || input.registry !== undefined)
+}
+
+function checkSandbox(input: RunInput, transport: string): void {
+  if (input.sandbox === false && input.permissionProfile !== undefined)
+    throw usage('--permission-profile runs the server sandboxed; it cannot go with --no-sandbox')
+  if (input.sandbox === true || input.permissionProfile !== undefined) {
+    if (transport === 'remote')
+      throw usage('--sandbox: a remote server (--url) runs elsewhere; there is nothing to sandbox')
+    if (transport !== 'stdio')
+      throw usage(
+        `--sandbox: only stdio servers can be sandboxed (this one is ${transport}: its port would be inside the sandbox's own network)`,
+      )
+  }
 }
 
 const ISOLATION_MODES: readonly IsolationMode[] = ['shared', 'principal', 'session']
@@ -103,6 +125,7 @@ export function checkRunInput(input: RunInput): WorkloadTransport {
     if (u.protocol !== 'https:' && u.protocol !== 'http:') throw usage('--url: must be http(s)')
     if (input.isolation !== undefined)
       throw usage('--isolation: only for stdio servers; --url fronts one remote server')
+    checkSandbox(input, 'remote')
     return 'remote'
   }
   if (input.registry) return 'stdio' // or remote: known once the entry is fetched
@@ -122,6 +145,7 @@ export function checkRunInput(input: RunInput): WorkloadTransport {
   input.secrets.forEach(parseSecretMapping)
   parseRestartPolicy(input.restart)
   checkIsolation(input, transport)
+  checkSandbox(input, transport)
   for (const [flag, value] of [
     ['--request-timeout', input.requestTimeout],
     ['--stop-timeout', input.stopTimeout],
@@ -146,6 +170,7 @@ export async function buildWorkloadSpec(
     url = resolution.url
     command = resolution.command ?? []
     if (transport !== 'stdio') checkIsolation(input, transport)
+    if (transport !== 'stdio') checkSandbox(input, transport)
     if (url && (input.env.length || input.envFile || input.secrets.length))
       throw usage(
         `--from-registry: ${resolution.serverName} is a remote server; -e, --env-file and --secret do not apply`,
@@ -176,6 +201,18 @@ export async function buildWorkloadSpec(
     startupTimeoutMs: parseDuration(input.startupTimeout, '--startup-timeout'),
     restart: parseRestartPolicy(input.restart),
     isolation: transport === 'stdio' ? isolationOf(input) : 'shared',
+    ...(transport === 'stdio' && sandboxWanted(input)
+      ? {
+          sandbox: {
+            profile: withHosts(
+              loadPermissionProfile(input.permissionProfile ?? 'none'),
+              resolution?.hosts ?? [],
+              resolution?.ports ?? [],
+            ),
+            npmRegistry: resolution?.npmRegistry,
+          },
+        }
+      : {}),
     idleTimeoutMs: parseDuration(input.idleTimeout, '--idle-timeout'),
     maxProcesses: input.maxProcesses,
     flags: {...input.flags, 'target-uri': url ?? 'http://localhost'} as PipelineFlags,

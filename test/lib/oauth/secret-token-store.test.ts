@@ -27,7 +27,12 @@ describe('remote login state in the secrets store', () => {
   it('persists in the encrypted store (a second open sees it) and never in clear on disk', async () => {
     const home = await mkdtemp(join(tmpdir(), 'toolgate-oauth-store-'))
     try {
-      const paths = {config: join(home, 'c'), data: join(home, 'd'), state: join(home, 's')}
+      const paths = {
+        config: join(home, 'c'),
+        data: join(home, 'd'),
+        state: join(home, 's'),
+        cache: join(home, 'k'),
+      }
       const open = () =>
         openSecretStore({
           paths,

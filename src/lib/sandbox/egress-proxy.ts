@@ -1,0 +1,152 @@
+import type {IncomingMessage, Server, ServerResponse} from 'node:http'
+import {connect} from 'node:net'
+import type {Duplex} from 'node:stream'
+import {closeGracefully} from '../http/listen.ts'
+import {createServer, request} from '../http/node-http.ts'
+import {listenOnSocket} from '../http/private-socket.ts'
+import type {Logger} from '../log/logger.ts'
+import {limitConnections, SERVER_LIMITS} from '../proxy/server-limits.ts'
+import {endToEndHeaders} from '../proxy/hop-by-hop.ts'
+import {allowsConnection, type PermissionProfile} from './profile.ts'
+
+/**
+ * The sandbox's one way out (issue 32): an HTTP proxy on a unix socket that the sandbox reaches
+ * through a loopback forwarder inside it (init-source.ts). It allows exactly the profile's
+ * `allow_host` × `allow_port` and answers everything else 403; every connection, allowed or
+ * refused, is a log line (`egress`, host, port, decision). HTTPS goes through `CONNECT` (the
+ * proxy never sees inside the TLS); plain HTTP as absolute-form requests, forwarded with
+ * hop-by-hop and Proxy-* fields removed. Names are resolved here, outside: the sandbox itself has
+ * no DNS, so a server that ignores the proxy has no network at all.
+ */
+
+export interface EgressProxy {
+  socketPath: string
+  close(): Promise<void>
+}
+
+const CONNECT_TIMEOUT_MS = 10_000
+// A tunnel with no byte either way for this long is closed (SSE streams send keep-alives sooner).
+const TUNNEL_IDLE_MS = 10 * 60_000
+const MAX_CONNECTIONS = 256
+
+/** `host:port` of a CONNECT target or an absolute URI; undefined when malformed. */
+export function parseAuthority(text: string): {host: string; port: number} | undefined {
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]/@\s]+):(\d{1,5})$/.exec(text)
+  if (!m) return undefined
+  const port = Number(m[2])
+  if (port < 1 || port > 65535) return undefined
+  return {host: m[1]!.replace(/^\[|\]$/g, ''), port}
+}
+
+export async function startEgressProxy(
+  socketPath: string,
+  profile: PermissionProfile,
+  logger: Logger,
+): Promise<EgressProxy> {
+  const log = logger.child({component: 'egress'})
+  const decide = (host: string, port: number, method: string): boolean => {
+    const allowed = allowsConnection(profile, host, port)
+    log.info('egress', {host, port, method, decision: allowed ? 'allow' : 'deny'})
+    return allowed
+  }
+
+  const server: Server = createServer(SERVER_LIMITS, (req, res) => forwardPlain(req, res))
+  limitConnections(server, MAX_CONNECTIONS, log)
+
+  // CONNECT host:port — a tunnel (HTTPS, or anything TCP the profile allows).
+  server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    client.on('error', () => undefined)
+    const target = parseAuthority(req.url ?? '')
+    if (!target) return refuse(client, '400 Bad Request', 'CONNECT needs host:port')
+    if (!decide(target.host, target.port, 'CONNECT'))
+      return refuse(
+        client,
+        '403 Forbidden',
+        `${target.host}:${target.port} is not allowed by the permission profile`,
+      )
+    const upstream = connect({host: target.host, port: target.port, timeout: CONNECT_TIMEOUT_MS})
+    let connected = false
+    upstream.once('timeout', () => upstream.destroy(new Error('connect timeout')))
+    upstream.once('connect', () => {
+      connected = true
+      upstream.setTimeout(TUNNEL_IDLE_MS)
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
+      if (head.length) upstream.write(head)
+      client.pipe(upstream)
+      upstream.pipe(client)
+    })
+    upstream.on('error', (err) => {
+      log.info('egress connection failed', {
+        host: target.host,
+        port: target.port,
+        reason: err.message,
+      })
+      if (!connected && !client.destroyed)
+        refuse(client, '502 Bad Gateway', 'the destination could not be reached')
+      else client.destroy()
+    })
+    client.on('close', () => upstream.destroy())
+    upstream.on('close', () => client.destroy())
+  })
+
+  // GET http://host:port/path — plain HTTP through the proxy.
+  function forwardPlain(req: IncomingMessage, res: ServerResponse): void {
+    let url: URL
+    try {
+      url = new URL(req.url ?? '')
+    } catch {
+      return answer(res, 400, 'a proxy request needs an absolute http:// URL')
+    }
+    if (url.protocol !== 'http:' || url.username || url.password)
+      return answer(res, 400, 'only http:// URLs without credentials (use CONNECT for https)')
+    const port = url.port === '' ? 80 : Number(url.port)
+    const host = url.hostname.replace(/^\[|\]$/g, '')
+    if (!decide(host, port, req.method ?? 'GET'))
+      return answer(res, 403, `${host}:${port} is not allowed by the permission profile`)
+    const headers = endToEndHeaders(req.headers)
+    for (const name of Object.keys(headers)) if (name.startsWith('proxy-')) delete headers[name]
+    const out = request({
+      host,
+      port,
+      method: req.method,
+      path: url.pathname + url.search,
+      headers: {...headers, host: url.host},
+      timeout: CONNECT_TIMEOUT_MS,
+    })
+    out.on('timeout', () => out.destroy(new Error('upstream timeout')))
+    out.on('response', (up) => {
+      out.setTimeout(0)
+      res.writeHead(up.statusCode ?? 502, endToEndHeaders(up.headers))
+      up.pipe(res)
+    })
+    out.on('error', (err) => {
+      log.info('egress connection failed', {host, port, reason: err.message})
+      if (!res.headersSent) answer(res, 502, 'the destination could not be reached')
+      else res.destroy()
+    })
+    res.on('close', () => out.destroy())
+    req.pipe(out)
+  }
+
+  await listenOnSocket(server, socketPath)
+  return {
+    socketPath,
+    close: () => closeGracefully(server, 500),
+  }
+}
+
+function refuse(client: Duplex, status: string, text: string): void {
+  const body = JSON.stringify({error: text})
+  client.end(
+    `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  )
+}
+
+function answer(res: ServerResponse, status: number, text: string): void {
+  const body = JSON.stringify({error: text})
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  })
+  res.end(body)
+}

@@ -1,0 +1,198 @@
+import {chownSync, realpathSync, statSync} from 'node:fs'
+import {delimiter, dirname, isAbsolute, join, resolve} from 'node:path'
+import {xdgDirs} from '../config/xdg.ts'
+import {ToolgateError} from '../errors.ts'
+import {privateSocket} from '../http/private-socket.ts'
+import type {Logger} from '../log/logger.ts'
+import {bwrapCommand, findBwrap} from './bwrap.ts'
+import {isSingleExecutable} from '../cli/self.ts'
+import {startEgressProxy, type EgressProxy} from './egress-proxy.ts'
+import {SANDBOX_INIT_FLAG} from './init-flag.ts'
+import {SANDBOX_INIT_SOURCE} from './init-source.ts'
+import {installNpmPackage, recognizeNpx} from './npm-install.ts'
+import {needsEgressProxy, withHosts, type PermissionProfile} from './profile.ts'
+import {seatbeltProfile} from './seatbelt.ts'
+
+/**
+ * `run --sandbox` (issue 32): turns a server command into the same command confined by the
+ * OS — bubblewrap on Linux (bwrap.ts), sandbox-exec on macOS (seatbelt.ts); Windows is refused.
+ * An `npx -y <package>` command is installed outside first and run inside without network
+ * (npm-install.ts); a profile that allows some hosts gets the egress proxy (egress-proxy.ts).
+ * Nothing ever runs unconfined because a sandbox tool is missing: that is an error naming it.
+ */
+
+export interface SandboxRequest {
+  workload: string
+  profile: PermissionProfile
+  /** The npm registry a registry entry names for its package (`registryBaseUrl`). */
+  npmRegistry?: string | undefined
+}
+
+export interface PreparedSandbox {
+  /** What to start instead of the server command. */
+  command: string[]
+  env: NodeJS.ProcessEnv
+  /** The profile in force (shown by `list`). */
+  profile: PermissionProfile
+  close(): Promise<void>
+}
+
+/** The unprivileged user a server runs as when toolgate runs as root (nobody/nogroup). */
+export const SANDBOX_UID = 65534
+/** The loopback port of the egress forwarder inside the sandbox (its own network namespace). */
+export const EGRESS_PORT_INSIDE = 3128
+const NPM_REGISTRY = 'https://registry.npmjs.org/'
+
+export interface SandboxDeps {
+  logger: Logger
+  env?: NodeJS.ProcessEnv
+  cwd?: string
+  platform?: NodeJS.Platform
+}
+
+export async function prepareSandbox(
+  command: string[],
+  serverEnv: NodeJS.ProcessEnv,
+  request: SandboxRequest,
+  deps: SandboxDeps,
+): Promise<PreparedSandbox> {
+  const platform = deps.platform ?? process.platform
+  const env = deps.env ?? process.env
+  const cwd = deps.cwd ?? process.cwd()
+  if (platform === 'win32')
+    throw new ToolgateError(
+      'ERR_SANDBOX_UNAVAILABLE',
+      '--sandbox: not available on Windows (toolgate has no sandbox there yet, and never runs a server unconfined when one is asked for); run without --sandbox, or on Linux or macOS',
+    )
+  const bwrap = platform === 'linux' ? findBwrap(env) : undefined
+  const dropTo = platform === 'linux' && process.getuid?.() === 0 ? SANDBOX_UID : undefined
+  if (dropTo !== undefined) onPath('setpriv', env, 'util-linux')
+
+  let profile = request.profile
+  const extraRead: string[] = []
+  let server = [...command]
+  const home = env.HOME || xdgDirs(env).config
+  const node = nodeRuntime(env)
+  extraRead.push(node)
+  const pkg = recognizeNpx(command)
+  if (pkg) {
+    const dir = join(xdgDirs(env).cache, 'npm', request.workload)
+    deps.logger.info('installing the package outside the sandbox', {package: pkg.spec, dir})
+    const bin = await installNpmPackage(pkg, dir, {registry: request.npmRegistry, env})
+    extraRead.push(dir)
+    server = [node, bin, ...pkg.args]
+  } else if (command[0] && /(^|\/)npx$/.test(command[0])) {
+    // An npx line we cannot split: npx installs inside, so its registry must be reachable.
+    const registry = new URL(env.npm_config_registry || request.npmRegistry || NPM_REGISTRY)
+    profile = withHosts(profile, [registry.hostname], [Number(registry.port || 443)])
+    deps.logger.warn('npx runs inside the sandbox with its registry allowed', {
+      host: registry.hostname,
+    })
+  }
+  const executable = resolveExecutable(server[0]!, env, cwd)
+  extraRead.push(executable)
+  // Files and directories named on the command line (a script, a config) are readable.
+  for (const arg of server.slice(1)) {
+    const p = isAbsolute(arg) ? arg : resolve(cwd, arg)
+    if (arg !== '' && !arg.startsWith('-') && exists(p)) extraRead.push(realpathSync(p))
+  }
+  const dirs = xdgDirs(env)
+  const hidden = [dirs.config, dirs.data, dirs.state, join(home, '.local', 'share', 'keyrings')]
+
+  let egress: EgressProxy | undefined
+  let removeSocket: (() => Promise<void>) | undefined
+  const sandboxEnv: NodeJS.ProcessEnv = {...serverEnv, HOME: home}
+  // `#!/usr/bin/env node` scripts find the same Node inside.
+  sandboxEnv.PATH = [dirname(node), serverEnv.PATH ?? env.PATH ?? '/usr/bin:/bin'].join(delimiter)
+  if (needsEgressProxy(profile)) {
+    const socket = await privateSocket('egress')
+    removeSocket = socket.remove
+    egress = await startEgressProxy(socket.path, profile, deps.logger)
+    if (dropTo !== undefined) {
+      chownSync(dirname(socket.path), dropTo, dropTo)
+      chownSync(socket.path, dropTo, dropTo)
+    }
+    const proxyUrl = `http://127.0.0.1:${EGRESS_PORT_INSIDE}`
+    for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'])
+      sandboxEnv[name] = proxyUrl
+    // Everything goes through the proxy, loopback included: inside, loopback is the sandbox's own.
+    sandboxEnv.NO_PROXY = ''
+    sandboxEnv.no_proxy = ''
+    // Node's own http and fetch honour the variables only when asked to (Node ≥ 22.18 / 24.5).
+    sandboxEnv.NODE_USE_ENV_PROXY = '1'
+  }
+  const close = async () => {
+    await egress?.close()
+    await removeSocket?.()
+  }
+
+  try {
+    if (platform === 'darwin') {
+      const text = seatbeltProfile({
+        profile,
+        extraRead,
+        tmpDir: join('/private/tmp', `toolgate-${request.workload}`),
+        hidden,
+      })
+      return {command: ['sandbox-exec', '-p', text, ...server], env: sandboxEnv, profile, close}
+    }
+    const wrapped = bwrapCommand(bwrap!, {
+      profile,
+      command: executable,
+      args: server.slice(1),
+      cwd,
+      home,
+      extraRead,
+      hidden,
+      init: initProgram(),
+      egress: egress ? {socketPath: egress.socketPath, port: EGRESS_PORT_INSIDE} : undefined,
+      dropTo: dropTo !== undefined ? {uid: dropTo, gid: dropTo} : undefined,
+    })
+    return {command: [wrapped.command, ...wrapped.args], env: sandboxEnv, profile, close}
+  } catch (err) {
+    await close()
+    throw err
+  }
+}
+
+/** How the init runs inside: this Node with the source, or the standalone executable's mode. */
+function initProgram(): {command: string; args: string[]} {
+  if (isSingleExecutable()) return {command: process.execPath, args: [SANDBOX_INIT_FLAG]}
+  return {
+    command: realpathSync(process.execPath),
+    args: ['-e', `(${SANDBOX_INIT_SOURCE})(process.argv.slice(1))`, '--'],
+  }
+}
+
+/** The Node that runs `node` and `#!/usr/bin/env node` servers inside: this one, or PATH's. */
+function nodeRuntime(env: NodeJS.ProcessEnv): string {
+  if (!isSingleExecutable()) return realpathSync(process.execPath)
+  return realpathSync(onPath('node', env, 'nodejs'))
+}
+
+function resolveExecutable(command: string, env: NodeJS.ProcessEnv, cwd: string): string {
+  if (command.includes('/'))
+    return realpathSync(isAbsolute(command) ? command : resolve(cwd, command))
+  return realpathSync(onPath(command, env))
+}
+
+function onPath(name: string, env: NodeJS.ProcessEnv, pkg?: string): string {
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue
+    const p = join(dir, name)
+    if (exists(p)) return p
+  }
+  throw new ToolgateError(
+    'ERR_SANDBOX_UNAVAILABLE',
+    `--sandbox: "${name}" is not on PATH${pkg ? ` (install the ${pkg} package)` : ''}`,
+  )
+}
+
+function exists(p: string): boolean {
+  try {
+    statSync(p)
+    return true
+  } catch {
+    return false
+  }
+}

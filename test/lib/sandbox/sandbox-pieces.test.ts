@@ -1,0 +1,357 @@
+/**
+ * The sandbox's pieces without a sandbox (issue 32): permission profiles (ToolHive's shape, every
+ * bad field named), the egress rules, what a hostile client can send the egress proxy, the bwrap
+ * command line (toolgate's directories masked even inside a profile path), the macOS profile text
+ * (sandbox-exec cannot run here), and the refusal on Windows.
+ */
+import assert from 'node:assert/strict'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {request} from 'node:http'
+import {connect, createServer} from 'node:net'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {after, before, describe, it} from 'node:test'
+import {createMemoryLogger} from '../../../src/lib/log/logger.ts'
+import {bwrapCommand} from '../../../src/lib/sandbox/bwrap.ts'
+import {
+  parseAuthority,
+  startEgressProxy,
+  type EgressProxy,
+} from '../../../src/lib/sandbox/egress-proxy.ts'
+import {recognizeNpx} from '../../../src/lib/sandbox/npm-install.ts'
+import {
+  allowsConnection,
+  builtinProfile,
+  loadPermissionProfile,
+  parsePermissionProfile,
+} from '../../../src/lib/sandbox/profile.ts'
+import {prepareSandbox} from '../../../src/lib/sandbox/sandbox.ts'
+import {seatbeltProfile} from '../../../src/lib/sandbox/seatbelt.ts'
+
+const parse = (value: unknown) => parsePermissionProfile(value, 'p.json', '/work', '/home/u')
+
+describe('permission profiles', () => {
+  it('reads ToolHive profiles: read, write (relative and ~), outbound hosts and ports', () => {
+    const p = parse({
+      read: ['~/data', 'rel'],
+      write: ['/tmp/out'],
+      network: {outbound: {allow_host: ['api.example.com', '.github.com'], allow_port: [443]}},
+    })
+    assert.deepEqual(p.read, ['/home/u/data', '/work/rel'])
+    assert.deepEqual(p.write, ['/tmp/out'])
+    assert.deepEqual(p.network, {
+      allowAll: false,
+      allowHosts: ['api.example.com', '.github.com'],
+      allowPorts: [443],
+    })
+    assert.deepEqual(builtinProfile('network').network.allowAll, true)
+    assert.deepEqual(builtinProfile('none').network, {
+      allowAll: false,
+      allowHosts: [],
+      allowPorts: [],
+    })
+  })
+
+  it('names the field of every bad profile', () => {
+    const cases: Array<[unknown, RegExp]> = [
+      [[], /must be a JSON object/],
+      [{mount: []}, /unknown key "mount"/],
+      [{read: '/etc'}, /read: must be a list of paths/],
+      [{read: ['/a:/b']}, /read\[0\]: "\/a:\/b" is not a plain path/],
+      [{privileged: true}, /never runs a server privileged/],
+      [{network: {outbound: {allow_host: ['a b']}}}, /allow_host\[0\]: "a b" is not a host name/],
+      [{network: {outbound: {allow_port: [0]}}}, /allow_port\[0\]: 0 is not a port/],
+      [
+        {network: {outbound: {insecure_allow_all: 'yes'}}},
+        /insecure_allow_all: must be true or false/,
+      ],
+      [{network: {outbound: {deny_host: []}}}, /unknown key "deny_host"/],
+    ]
+    for (const [value, message] of cases) assert.throws(() => parse(value), message)
+    const dir = mkdtempSync(join(tmpdir(), 'tg-profile-'))
+    try {
+      writeFileSync(join(dir, 'broken.json'), '{read: [}')
+      assert.throws(() => loadPermissionProfile(join(dir, 'broken.json')), /not JSON/)
+      assert.throws(
+        () => loadPermissionProfile(join(dir, 'missing.json')),
+        /not a built-in profile \(none, network\) and not a readable file/,
+      )
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+
+  it('allows exactly allow_host × allow_port: exact names, .suffix for subdomains only', () => {
+    const p = parse({
+      network: {
+        outbound: {
+          allow_host: ['api.example.com', '.github.com', '127.0.0.1'],
+          allow_port: [443, 8080],
+        },
+      },
+    })
+    const yes: Array<[string, number]> = [
+      ['api.example.com', 443],
+      ['API.Example.com.', 8080],
+      ['raw.github.com', 443],
+      ['127.0.0.1', 8080],
+    ]
+    const no: Array<[string, number]> = [
+      ['api.example.com', 80],
+      ['evil-api.example.com', 443],
+      ['github.com', 443],
+      ['xgithub.com', 443],
+      ['api.example.com.evil.net', 443],
+      ['127.0.0.2', 443],
+    ]
+    for (const [h, port] of yes) assert.equal(allowsConnection(p, h, port), true, `${h}:${port}`)
+    for (const [h, port] of no) assert.equal(allowsConnection(p, h, port), false, `${h}:${port}`)
+    const anyPort = parse({network: {outbound: {allow_host: ['a.test']}}})
+    assert.equal(allowsConnection(anyPort, 'a.test', 22), true, 'no allow_port: any port')
+    assert.equal(allowsConnection(builtinProfile('none'), 'a.test', 443), false)
+  })
+})
+
+describe('the egress proxy against a hostile client', () => {
+  let dir: string
+  let proxy: EgressProxy
+  let target: ReturnType<typeof createServer>
+  let targetPort: number
+  const logger = createMemoryLogger()
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tg-egress-'))
+    target = createServer((c) => c.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok'))
+    await new Promise<void>((r) => target.listen(0, '127.0.0.1', () => r()))
+    targetPort = (target.address() as {port: number}).port
+    proxy = await startEgressProxy(
+      join(dir, 'e.sock'),
+      parse({network: {outbound: {allow_host: ['127.0.0.1'], allow_port: [targetPort]}}}),
+      logger,
+    )
+  })
+  after(async () => {
+    await proxy.close()
+    target.close()
+    rmSync(dir, {recursive: true, force: true})
+  })
+
+  const raw = (text: string) =>
+    new Promise<string>((resolve) => {
+      const s = connect(proxy.socketPath)
+      let out = ''
+      s.on('data', (d) => (out += d.toString()))
+      s.on('close', () => resolve(out))
+      s.on('error', () => resolve(out))
+      s.write(text)
+      setTimeout(() => s.destroy(), 700)
+    })
+
+  it('parses CONNECT targets strictly', () => {
+    assert.deepEqual(parseAuthority('example.com:443'), {host: 'example.com', port: 443})
+    assert.deepEqual(parseAuthority('[::1]:8080'), {host: '::1', port: 8080})
+    for (const bad of [
+      'example.com',
+      'example.com:0',
+      'example.com:70000',
+      'user@example.com:443',
+      'a b:1',
+      'http://x:1',
+      ':443',
+      'x:443/y',
+    ])
+      assert.equal(parseAuthority(bad), undefined, bad)
+  })
+
+  it('tunnels an allowed CONNECT and refuses the rest with 403, each logged', async () => {
+    const ok = await raw(
+      `CONNECT 127.0.0.1:${targetPort} HTTP/1.1\r\nhost: x\r\n\r\nGET / HTTP/1.1\r\nhost: x\r\n\r\n`,
+    )
+    assert.match(ok, /^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 200 OK/)
+    for (const target of [
+      '127.0.0.1:1',
+      'localhost:' + targetPort,
+      '127.0.0.1.nip.io:' + targetPort,
+      '[::1]:' + targetPort,
+    ]) {
+      const no = await raw(`CONNECT ${target} HTTP/1.1\r\nhost: x\r\n\r\n`)
+      assert.match(no, /^HTTP\/1\.1 403 Forbidden/, target)
+    }
+    const lines = logger.lines.join('\n')
+    assert.match(lines, new RegExp(`egress .*port=${targetPort} method=CONNECT decision=allow`))
+    assert.match(lines, /egress .*host=localhost .*decision=deny/)
+  })
+
+  it('refuses malformed and smuggled requests', async () => {
+    const cases: Array<[string, RegExp]> = [
+      ['CONNECT nohost HTTP/1.1\r\n\r\n', /^HTTP\/1\.1 400/],
+      [`GET /relative HTTP/1.1\r\nhost: 127.0.0.1:${targetPort}\r\n\r\n`, /^HTTP\/1\.1 400/],
+      [`GET https://127.0.0.1:${targetPort}/ HTTP/1.1\r\nhost: x\r\n\r\n`, /^HTTP\/1\.1 400/],
+      [`GET http://u:p@127.0.0.1:${targetPort}/ HTTP/1.1\r\nhost: x\r\n\r\n`, /^HTTP\/1\.1 400/],
+      // The Host field never decides: the URL's authority does.
+      [
+        `GET http://127.0.0.1:1/ HTTP/1.1\r\nhost: 127.0.0.1:${targetPort}\r\n\r\n`,
+        /^HTTP\/1\.1 403/,
+      ],
+    ]
+    for (const [text, expected] of cases)
+      assert.match(await raw(text), expected, JSON.stringify(text))
+  })
+
+  it('forwards an allowed plain-http request', async () => {
+    const body = await new Promise<string>((resolve, reject) => {
+      const req = request(
+        {
+          socketPath: proxy.socketPath,
+          path: `http://127.0.0.1:${targetPort}/x`,
+          headers: {'proxy-authorization': 'Basic x'},
+        },
+        (res) => {
+          let t = ''
+          res.on('data', (d) => (t += d))
+          res.on('end', () => resolve(`${res.statusCode} ${t}`))
+        },
+      )
+      req.on('error', reject)
+      req.end()
+    })
+    assert.equal(body, '200 ok')
+  })
+})
+
+describe('the bwrap command line', () => {
+  const plan = (over: Partial<Parameters<typeof bwrapCommand>[1]> = {}) =>
+    bwrapCommand('/usr/bin/bwrap', {
+      profile: parse({read: ['/home/u'], write: ['/srv/out']}),
+      command: '/usr/bin/node',
+      args: ['server.js'],
+      cwd: '/srv/app',
+      home: '/home/u',
+      extraRead: ['/opt/node/bin/node'],
+      hidden: ['/home/u/.local/state/toolgate', '/home/u/.config/toolgate'],
+      init: {command: '/opt/node/bin/node', args: ['-e', 'init', '--']},
+      ...over,
+    })
+
+  it('namespaces, no network, read-only binds, and toolgate dirs masked inside a bound home', () => {
+    const {command, args} = plan()
+    assert.equal(command, '/usr/bin/bwrap')
+    const text = args.join(' ')
+    for (const flag of [
+      '--die-with-parent',
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--unshare-user',
+      '--unshare-net',
+    ])
+      assert.ok(args.includes(flag), flag)
+    assert.match(text, /--ro-bind-try \/home\/u \/home\/u/)
+    assert.match(text, /--bind-try \/srv\/out \/srv\/out/)
+    assert.match(text, /--tmpfs \/home\/u\/\.local\/state\/toolgate/)
+    assert.match(text, /--tmpfs \/home\/u\/\.config\/toolgate/)
+    assert.ok(
+      text.indexOf('--tmpfs /home/u/.local/state/toolgate') >
+        text.indexOf('--ro-bind-try /home/u /home/u'),
+      'masked after the bind',
+    )
+    assert.match(text, /-- \/opt\/node\/bin\/node -e init -- - 0 \/usr\/bin\/node server\.js$/)
+  })
+
+  it('as root: privileged bwrap, the server dropped to uid 65534 inside before it starts', () => {
+    const {args} = plan({dropTo: {uid: 65534, gid: 65534}})
+    assert.equal(args.includes('--unshare-user'), false)
+    const text = args.join(' ')
+    assert.match(
+      text,
+      /-- setpriv --reuid 65534 --regid 65534 --clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all -- \/opt\/node\/bin\/node/,
+    )
+  })
+
+  it('insecure_allow_all shares the network; allowed hosts bind the egress socket in', () => {
+    assert.ok(plan({profile: builtinProfile('network')}).args.includes('--share-net'))
+    const text = plan({egress: {socketPath: '/tmp/toolgate-x/egress.sock', port: 3128}}).args.join(
+      ' ',
+    )
+    assert.match(text, /--ro-bind-try \/tmp\/toolgate-x \/tmp\/toolgate-x/)
+    assert.match(text, /-- \/tmp\/toolgate-x\/egress\.sock 3128 \/usr\/bin\/node server\.js$/)
+  })
+})
+
+describe('other systems', () => {
+  it('macOS: a deny-by-default Seatbelt profile from the same rules', () => {
+    const text = seatbeltProfile({
+      profile: parse({
+        read: ['/Users/u/data'],
+        write: ['/Users/u/out'],
+        network: {outbound: {allow_host: ['a.test']}},
+      }),
+      extraRead: ['/opt/homebrew/bin/node'],
+      tmpDir: '/private/tmp/toolgate-w',
+      hidden: ['/Users/u/.config/toolgate'],
+      egressPort: 40001,
+    })
+    assert.match(text, /^\(version 1\)\n\(deny default\)\n/)
+    assert.match(text, /\(allow file-read\* .*\(subpath "\/Users\/u\/data"\)/)
+    assert.match(
+      text,
+      /\(allow file-read\* file-write\* \(subpath "\/private\/tmp\/toolgate-w"\) \(subpath "\/Users\/u\/out"\)\)/,
+    )
+    assert.match(
+      text,
+      /\(deny file-read\* file-write\* \(subpath "\/Users\/u\/\.config\/toolgate"\)\)/,
+    )
+    assert.match(text, /\(allow network-outbound \(remote tcp "localhost:40001"\)\)/)
+    assert.doesNotMatch(text, /\(allow network\*\)/)
+    assert.doesNotMatch(text, /\/Users\/u"\)/, 'the home itself is not readable')
+    const quoted = seatbeltProfile({
+      profile: parse({read: ['/a"b\\c']}),
+      extraRead: [],
+      tmpDir: '/t',
+      hidden: [],
+    })
+    assert.match(quoted, /\(subpath "\/a\\"b\\\\c"\)/)
+    assert.match(
+      seatbeltProfile({
+        profile: builtinProfile('network'),
+        extraRead: [],
+        tmpDir: '/t',
+        hidden: [],
+      }),
+      /\(allow network\*\)/,
+    )
+  })
+
+  it('Windows: --sandbox is refused with a clear error', async () => {
+    await assert.rejects(
+      prepareSandbox(
+        ['server'],
+        {},
+        {workload: 'w', profile: builtinProfile('none')},
+        {logger: createMemoryLogger(), platform: 'win32'},
+      ),
+      (err: Error & {code?: string}) =>
+        err.code === 'ERR_SANDBOX_UNAVAILABLE' && /not available on Windows/.test(err.message),
+    )
+  })
+
+  it('recognises npx -y <package> command lines, and only those', () => {
+    assert.deepEqual(recognizeNpx(['npx', '-y', '@scope/pkg@1.2.3', 'stdio', '--x']), {
+      spec: '@scope/pkg@1.2.3',
+      name: '@scope/pkg',
+      args: ['stdio', '--x'],
+    })
+    assert.deepEqual(recognizeNpx(['/usr/bin/npx', '--yes', 'pkg']), {
+      spec: 'pkg',
+      name: 'pkg',
+      args: [],
+    })
+    for (const other of [
+      ['node', 'x.js'],
+      ['npx', '-p', 'a', 'b'],
+      ['npx', '-c', 'cmd'],
+      ['npx'],
+      ['npx', '-y', '../evil'],
+    ])
+      assert.equal(recognizeNpx(other), undefined, other.join(' '))
+  })
+})
