@@ -18,4 +18,13 @@ export default tseslint.config(
     files: ['bin/**/*.js', 'scripts/**', 'bench/**', 'test/**'],
     languageOptions: {globals: {process: 'readonly', console: 'readonly'}},
   },
+  {
+    // A CommonJS fixture packed as an npm package (test/fixtures/mcp/sandbox-probe).
+    files: ['test/fixtures/**/*.js'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: {require: 'readonly', fetch: 'readonly', AbortSignal: 'readonly'},
+    },
+    rules: {'@typescript-eslint/no-require-imports': 'off'},
+  },
 )

@@ -31,12 +31,13 @@ const EVERYTHING = [
   'stdio',
 ]
 
-let bwrap: string | false = false
-try {
-  bwrap = findBwrap()
-} catch {
-  bwrap = false
-}
+const bwrap = ((): string | false => {
+  try {
+    return findBwrap()
+  } catch {
+    return false
+  }
+})()
 const skip = needs(
   'bubblewrap (bwrap)',
   bwrap ? false : 'bwrap is not on PATH (apt install bubblewrap)',
