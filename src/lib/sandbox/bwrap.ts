@@ -1,6 +1,6 @@
-import {existsSync} from 'node:fs'
-import {delimiter, dirname, join, sep} from 'node:path'
+import {dirname, sep} from 'node:path'
 import {ToolgateError} from '../errors.ts'
+import {findOnPath} from '../fs/path-lookup.ts'
 import type {PermissionProfile} from './profile.ts'
 
 /**
@@ -137,11 +137,8 @@ export function inside(path: string, dir: string): boolean {
 
 /** The bwrap executable on PATH; a clear error naming the package when there is none. */
 export function findBwrap(env: NodeJS.ProcessEnv = process.env): string {
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue
-    const p = join(dir, 'bwrap')
-    if (existsSync(p)) return p
-  }
+  const found = findOnPath('bwrap', env)
+  if (found) return found
   throw new ToolgateError(
     'ERR_SANDBOX_UNAVAILABLE',
     '--sandbox: bubblewrap (bwrap) is not installed, and toolgate never runs a server unconfined because of that. Install it: apt install bubblewrap (Debian, Ubuntu), dnf install bubblewrap (Fedora), pacman -S bubblewrap (Arch), apk add bubblewrap (Alpine)',

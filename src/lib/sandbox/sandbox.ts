@@ -6,6 +6,7 @@ import {privateSocket} from '../http/private-socket.ts'
 import type {Logger} from '../log/logger.ts'
 import {bwrapCommand, findBwrap} from './bwrap.ts'
 import {isSingleExecutable} from '../cli/self.ts'
+import {findOnPath} from '../fs/path-lookup.ts'
 import {startEgressProxy, type EgressProxy} from './egress-proxy.ts'
 import {SANDBOX_INIT_FLAG} from './init-flag.ts'
 import {SANDBOX_INIT_SOURCE} from './init-source.ts'
@@ -177,11 +178,8 @@ function resolveExecutable(command: string, env: NodeJS.ProcessEnv, cwd: string)
 }
 
 function onPath(name: string, env: NodeJS.ProcessEnv, pkg?: string): string {
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue
-    const p = join(dir, name)
-    if (exists(p)) return p
-  }
+  const found = findOnPath(name, env)
+  if (found) return found
   throw new ToolgateError(
     'ERR_SANDBOX_UNAVAILABLE',
     `--sandbox: "${name}" is not on PATH${pkg ? ` (install the ${pkg} package)` : ''}`,

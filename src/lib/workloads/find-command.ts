@@ -1,6 +1,6 @@
-import {accessSync, constants, statSync} from 'node:fs'
-import {delimiter, isAbsolute, join} from 'node:path'
+import {isAbsolute, join} from 'node:path'
 import {ToolgateError} from '../errors.ts'
+import {findOnPath, isExecutableFile} from '../fs/path-lookup.ts'
 
 /**
  * Finds a server command the way the OS will when it is started (PATH lookup, or a path given
@@ -13,26 +13,15 @@ export function assertCommandExists(
   cwd: string = process.cwd(),
 ): void {
   if (process.platform === 'win32') return
-  const runnable = (file: string) => {
-    try {
-      if (!statSync(file).isFile()) return false
-      accessSync(file, constants.X_OK)
-      return true
-    } catch {
-      return false
-    }
-  }
   if (command.includes('/')) {
     const file = isAbsolute(command) ? command : join(cwd, command)
-    if (runnable(file)) return
+    if (isExecutableFile(file)) return
     throw new ToolgateError(
       'ERR_UPSTREAM',
       `cannot start "${command}": command not found (no executable file at ${file})`,
     )
   }
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    if (dir !== '' && runnable(join(dir, command))) return
-  }
+  if (findOnPath(command, env)) return
   throw new ToolgateError(
     'ERR_UPSTREAM',
     `cannot start "${command}": command not found on PATH (install it, or give its full path after --)`,
