@@ -100,6 +100,7 @@ describe(
       const json = await runBin(['version', '--json'])
       assert.equal(json.code, 0, json.stderr)
       assert.deepEqual(JSON.parse(json.stdout), {
+        event: 'version',
         version: pkg.version,
         commit: m[1],
         build_date: m[2],
