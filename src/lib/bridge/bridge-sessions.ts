@@ -35,7 +35,7 @@ export interface BridgeContext {
 }
 
 /** "Session not found" — for an unknown id and for another principal's id alike. */
-export const SESSION_NOT_FOUND = errorMessage(null, -32001, 'Session not found')
+const SESSION_NOT_FOUND = errorMessage(null, -32001, 'Session not found')
 
 export function ownerOf(req: IncomingMessage): PrincipalKey {
   return decodePrincipalField(req.headers[PRINCIPAL_FIELD])

@@ -43,7 +43,8 @@ const ENDPOINT_SCAN_BYTES = 64 * 1024
 const MAX_LEGACY_PATHS = 64
 
 export class SessionGuard {
-  readonly table: SessionTable<{legacy: boolean}>
+  /** Owners only: the key (`mcp <id>`, `legacy <endpoint>`) says what kind of session it is. */
+  readonly table: SessionTable<null>
   readonly #log: Logger
   /**
    * Paths that legacy endpoint events named (a server has one or two). A POST with a query to one
@@ -149,7 +150,7 @@ export class SessionGuard {
               headers: {},
             }
           }
-          if (!this.table.has(key)) this.table.add(key, owner, {legacy: false})
+          if (!this.table.has(key)) this.table.add(key, owner, null)
           return undefined
         }
         const type = headerValue(raw, 'content-type') ?? ''
@@ -157,7 +158,7 @@ export class SessionGuard {
           legacy = new LegacyScan(url, (endpoint) => {
             const key = `legacy ${endpoint}`
             if (this.table.has(key)) return
-            this.table.add(key, owner, {legacy: true}).open++
+            this.table.add(key, owner, null).open++
             created = key
             if (this.#legacyPaths.size < MAX_LEGACY_PATHS)
               this.#legacyPaths.add(endpoint.slice(0, endpoint.indexOf('?')))
