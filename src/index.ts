@@ -5,6 +5,10 @@ import AuthExplain from './commands/auth/explain.ts'
 import AuthToken from './commands/auth/token.ts'
 import AuthzCheck from './commands/authz/check.ts'
 import AuthzLint from './commands/authz/lint.ts'
+import ClientAdd from './commands/client/add.ts'
+import ClientList from './commands/client/list.ts'
+import ClientRemove from './commands/client/remove.ts'
+import ClientSetup from './commands/client/setup.ts'
 import List from './commands/list.ts'
 import Logs from './commands/logs.ts'
 import Proxy from './commands/proxy.ts'
@@ -26,6 +30,10 @@ export const COMMANDS = {
   'auth:token': AuthToken,
   'authz:check': AuthzCheck,
   'authz:lint': AuthzLint,
+  'client:add': ClientAdd,
+  'client:list': ClientList,
+  'client:remove': ClientRemove,
+  'client:setup': ClientSetup,
   list: List,
   logs: Logs,
   proxy: Proxy,

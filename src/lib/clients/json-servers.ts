@@ -1,0 +1,111 @@
+import {
+  applyEdits,
+  modify,
+  parseTree,
+  printParseErrorCode,
+  type FormattingOptions,
+  type Node,
+  type ParseError,
+} from 'jsonc-parser'
+import {ToolgateError} from '../errors.ts'
+import type {ServersDoc} from './servers-doc.ts'
+
+/**
+ * A client's JSON config (comments and trailing commas allowed, as VS Code and Cursor write them),
+ * edited in place with jsonc-parser: only the one entry's text changes; the user's comments,
+ * formatting, other servers and unknown keys stay byte for byte.
+ */
+export function jsonServers(file: string, text: string | undefined, key: string[]): ServersDoc {
+  const source = text ?? ''
+  const root = source.trim() === '' ? undefined : parseChecked(file, source)
+  if (root && root.type !== 'object')
+    fail(file, source, root.offset, 'the file is not a JSON object')
+  const servers = root && nodeAt(root, key)
+  if (servers && servers.type !== 'object')
+    fail(file, source, servers.offset, `"${key.join('.')}" is not an object`)
+  const entries = (servers ? valueOf(servers) : {}) as Record<string, unknown>
+  const rootValue = (root ? valueOf(root) : {}) as Record<string, unknown>
+  const formatting = formattingOf(source)
+  const edit = (name: string, value: unknown) => {
+    const base = source.trim() === '' ? '{}' : source
+    const edits = modify(base, [...key, name], value, {formattingOptions: formatting})
+    const next = applyEdits(base, edits)
+    return base === source || next.endsWith(formatting.eol) ? next : next + formatting.eol
+  }
+  return {
+    entries,
+    root: rootValue,
+    set: (name, value) => edit(name, value),
+    remove: (name) => edit(name, undefined),
+    reread: (next) => jsonServers(file, next, key).root,
+  }
+}
+
+function parseChecked(file: string, text: string): Node {
+  const errors: ParseError[] = []
+  const root = parseTree(text, errors, {allowTrailingComma: true, disallowComments: false})
+  const first = errors[0]
+  if (first) fail(file, text, first.offset, printParseErrorCode(first.error))
+  if (!root) fail(file, text, 0, 'the file is empty or not JSON')
+  const duplicate = findDuplicateKey(root)
+  // Which of two same-named keys a client reads is up to the client: refuse to guess.
+  if (duplicate) fail(file, text, duplicate.offset, `duplicate key "${String(duplicate.value)}"`)
+  return root
+}
+
+function findDuplicateKey(node: Node): Node | undefined {
+  if (node.type === 'object') {
+    const seen = new Set<string>()
+    for (const property of node.children ?? []) {
+      const keyNode = property.children?.[0]
+      if (!keyNode) continue
+      if (seen.has(String(keyNode.value))) return keyNode
+      seen.add(String(keyNode.value))
+    }
+  }
+  for (const child of node.children ?? []) {
+    const found = findDuplicateKey(child)
+    if (found) return found
+  }
+  return undefined
+}
+
+function nodeAt(root: Node, path: string[]): Node | undefined {
+  let node: Node | undefined = root
+  for (const segment of path) {
+    if (node?.type !== 'object') return undefined
+    node = node.children?.find((p) => p.children?.[0]?.value === segment)?.children?.[1]
+  }
+  return node
+}
+
+function valueOf(node: Node): unknown {
+  switch (node.type) {
+    case 'object':
+      return Object.fromEntries(
+        (node.children ?? []).map((p) => [String(p.children![0]!.value), valueOf(p.children![1]!)]),
+      )
+    case 'array':
+      return (node.children ?? []).map(valueOf)
+    default:
+      return node.value
+  }
+}
+
+/** Indentation and line ends as the file already has them (2 spaces and \n for a new file). */
+function formattingOf(text: string): FormattingOptions & {eol: string} {
+  const eol = text.includes('\r\n') ? '\r\n' : '\n'
+  const indent = /\n([ \t]+)\S/.exec(text)?.[1]
+  if (indent?.startsWith('\t')) return {insertSpaces: false, tabSize: 1, eol}
+  return {insertSpaces: true, tabSize: indent ? indent.length : 2, eol}
+}
+
+function fail(file: string, text: string, offset: number, what: string): never {
+  const before = text.slice(0, offset)
+  const line = before.split('\n').length
+  const column = offset - before.lastIndexOf('\n')
+  throw new ToolgateError(
+    'ERR_CONFIG_INVALID',
+    `${file}:${line}:${column}: ${what}; fix the file (nothing was changed)`,
+  )
+}
