@@ -81,8 +81,14 @@ export default class Run extends BaseCommand {
       port: number
       transport: string
       supervisorPid?: number
+      portMoved?: unknown
     },
   ): void {
+    const moved = state.portMoved as {from: number; to: number; clientEntries: number} | undefined
+    if (moved)
+      process.stderr.write(
+        `Warning: port ${moved.from} of the last run is taken; ${state.name} now listens on port ${moved.to} (${moved.clientEntries} client entries updated; others must be changed by hand)\n`,
+      )
     const sse = state.transport === 'stdio' ? ` (legacy SSE: ${state.baseUrl}/sse)` : ''
     this.emit(json, `Workload ${state.name} running on ${state.url}${sse}`, {
       event: 'running',

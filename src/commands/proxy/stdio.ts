@@ -27,6 +27,12 @@ export default class ProxyStdio extends BaseCommand {
       default: 'auto',
       helpGroup: 'TARGET',
     }),
+    'reconnect-timeout': Flags.string({
+      description:
+        'A workload target: how long to wait for it to come back (stop/run, restart) before a request fails.',
+      default: '30s',
+      helpGroup: 'TARGET',
+    }),
     header: Flags.string({
       description: 'Name=Value header sent to the server (repeatable).',
       multiple: true,
@@ -41,6 +47,8 @@ export default class ProxyStdio extends BaseCommand {
     // stdout is the protocol channel: logs (and --json events) go to stderr only.
     const logger = this.makeLogger(flags)
     const {runStdioRelay} = await import('../../lib/stdio-relay/run-relay.ts')
+    const {parseDuration} = await import('../../lib/config/duration.ts')
+    const reconnectTimeoutMs = parseDuration(flags['reconnect-timeout'], '--reconnect-timeout')
     const abort = new AbortController()
     const stop = () => abort.abort()
     process.once('SIGINT', stop)
@@ -62,6 +70,7 @@ export default class ProxyStdio extends BaseCommand {
       writeLine: (line) => process.stdout.write(line + '\n'),
       writeErr: (text) => process.stderr.write(text),
       signal: abort.signal,
+      reconnectTimeoutMs,
     })
   }
 }

@@ -40,6 +40,8 @@ export interface StdioRelayInput {
   writeErr: (text: string) => void
   /** Aborted by SIGINT/SIGTERM. */
   signal: AbortSignal
+  /** How long a workload target may stay gone (stop/run, restart) before a request fails. */
+  reconnectTimeoutMs?: number
 }
 
 /** A URL, or the name of a running workload (its client URL). */
@@ -75,12 +77,23 @@ export async function runStdioRelay(input: StdioRelayInput): Promise<void> {
   const local = hop ? new URL(remote.pathname + remote.search, 'http://localhost') : remote
   // The upstream delivers to the relay, which needs the upstream: tied through this holder.
   const to: {relay?: StdioRelay} = {}
+  // A workload reached directly is followed: asked where it is on every reconnect, so a client
+  // survives `stop` + `run` and restarts (issue 33). Through the pipeline the target is fixed.
+  const workload = input.target.includes('://') || hop ? undefined : input.target
   const upstream = new UpstreamSession({
     url: local,
     kind: input.transport,
     fetch,
     logger,
     onMessage: (m) => to.relay?.toClient(m),
+    ...(workload
+      ? {
+          follow: {
+            resolve: async () => new URL((await findRunningWorkload(workload)).url),
+            timeoutMs: input.reconnectTimeoutMs ?? 30_000,
+          },
+        }
+      : {}),
   })
   const ready = hop?.pipeline.login() ?? Promise.resolve()
   const relay = new StdioRelay({

@@ -5,6 +5,7 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type {FetchLike, Transport} from '@modelcontextprotocol/sdk/shared/transport.js'
 import type {JSONRPCMessage} from '@modelcontextprotocol/sdk/types.js'
+import {isToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
 
 /**
@@ -24,6 +25,11 @@ export interface UpstreamOptions {
   logger: Logger
   /** Every message from the server, as received. */
   onMessage: (message: JSONRPCMessage) => void
+  /**
+   * A workload target (issue 33): where it listens now, asked again on every reconnect, and how
+   * long to wait for it to come back (a `stop`/`run` or a restart) before a request fails.
+   */
+  follow?: {resolve: () => Promise<URL>; timeoutMs: number}
 }
 
 const REPLAY_ID = '__toolgate_reinitialize'
@@ -49,10 +55,12 @@ export class UpstreamSession {
     const m = message as {method?: string; id?: unknown}
     if (m.method === 'initialize' && 'id' in m) this.initialize = message
     if (m.method === 'notifications/initialized') this.initialized = true
+    const follow = this.options.follow
+    const deadline = Date.now() + (follow?.timeoutMs ?? 0)
     for (let attempt = 0; ; attempt++) {
-      await this.reinitializing
-      const transport = await this.open()
       try {
+        await this.reinitializing
+        const transport = await this.open()
         await transport.send(message)
         return
       } catch (err) {
@@ -72,23 +80,31 @@ export class UpstreamSession {
         }
         // 404 is what the spec prescribes for an unknown session; some servers (the reference
         // server-everything among them) answer 400 "No valid session ID" instead.
+        const more = follow ? Date.now() < deadline : attempt < RETRIES
         const forgotten =
           status === 404 || (status === 400 && /session/i.test((err as Error).message))
-        if (forgotten && m.method !== 'initialize' && this.initialize && attempt < RETRIES) {
-          await this.reinitialize()
+        if (forgotten && m.method !== 'initialize' && this.initialize && more) {
+          // A failed replay (the server went away again) is retried by the next round.
+          await this.reinitialize().catch((e: Error) =>
+            this.options.logger.debug('re-initialize failed', {error: e.message}),
+          )
           continue
         }
-        // Unreachable, or the pipeline's 502/503 while the server restarts or a login finishes.
+        // Unreachable, or the pipeline's 502/503 while the server restarts or a login finishes;
+        // a followed workload that is stopped or not yet running again counts too.
         const transient =
-          status === undefined ? isNetworkError(err) : status === 502 || status === 503
-        if (transient && attempt < RETRIES) {
-          const delay = 250 * 2 ** attempt
+          status === undefined
+            ? isNetworkError(err) || (follow !== undefined && isToolgateError(err, 'ERR_NOT_FOUND'))
+            : status === 502 || status === 503
+        if (transient && more) {
+          const delay = Math.min(250 * 2 ** attempt, follow ? 2_000 : 4_000)
           this.options.logger.warn('the server is unreachable; retrying', {
             attempt: attempt + 1,
             delayMs: delay,
           })
           await new Promise((r) => setTimeout(r, delay))
-          if (this.kind === 'sse') await this.drop() // an SSE stream does not survive a restart
+          // An SSE stream does not survive a restart; a followed workload may be elsewhere now.
+          if (this.kind === 'sse' || follow) await this.drop()
           continue
         }
         throw err
@@ -111,7 +127,8 @@ export class UpstreamSession {
   private async open(): Promise<Transport> {
     if (this.transport) return this.transport
     this.kind ??= 'streamable-http'
-    const {url, fetch} = this.options
+    const {fetch} = this.options
+    const url = this.options.follow ? await this.options.follow.resolve() : this.options.url
     const transport: Transport =
       this.kind === 'sse'
         ? new SSEClientTransport(url, {fetch, eventSourceInit: {fetch}})

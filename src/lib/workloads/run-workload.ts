@@ -106,6 +106,7 @@ export async function startWorkload(
       '--proxy-port',
     )
   if (spec.command?.[0]) assertCommandExists(spec.command[0], spec.env)
+  const remembered = await rememberedPort(spec, env)
   const now = new Date().toISOString()
   let state: WorkloadState = {
     name: spec.name,
@@ -114,7 +115,7 @@ export async function startWorkload(
     baseUrl: '',
     url: '',
     host: spec.flags.host,
-    port: 0,
+    port: remembered.port ?? 0,
     incomingAuth: false,
     supervisorPid: process.pid,
     ...startTimeOf(process.pid),
@@ -219,6 +220,7 @@ export async function startWorkload(
         ...spec.flags,
         'target-uri': target,
         ...(spec.proxyPort !== undefined ? {port: spec.proxyPort} : {}),
+        ...(remembered.port !== undefined ? {port: remembered.port} : {}),
       },
       deps.pipeline,
       {
@@ -254,6 +256,7 @@ export async function startWorkload(
     incomingAuth: incomingAuthEnabled(config.oidc),
     serverPid: local?.currentPid(),
   })
+  await followClients(spec.name, state, remembered.movedFrom, {logger, env, save})
   return {
     state,
     pipeline,
@@ -264,6 +267,77 @@ export async function startWorkload(
     },
     stop: () => end('stopped'),
   }
+}
+
+/**
+ * The port this workload had last time, so the URLs clients saved stay valid across `stop`/`run`
+ * (issue 33); `--proxy-port` wins. A remembered port that is taken now is given up (`movedFrom`).
+ */
+async function rememberedPort(
+  spec: WorkloadSpec,
+  env: NodeJS.ProcessEnv | undefined,
+): Promise<{port?: number; movedFrom?: number}> {
+  if (spec.proxyPort !== undefined) return {}
+  const previous = await readWorkload(spec.name, env).catch(() => undefined)
+  if (!previous?.port) return {}
+  const addr = {host: spec.flags.host ?? '127.0.0.1', port: previous.port}
+  const free = await assertCanListen(addr, 'remembered port').then(
+    () => true,
+    () => false,
+  )
+  return free ? {port: previous.port} : {movedFrom: previous.port}
+}
+
+/**
+ * Said loudly when the workload had to move: the log, the state (`run` prints it), and every HTTP
+ * entry `client add` wrote for it moves along. Entries are checked on every start, so one a crash
+ * left behind catches up too.
+ */
+async function followClients(
+  name: string,
+  state: WorkloadState,
+  movedFrom: number | undefined,
+  deps: {
+    logger: Logger
+    env: NodeJS.ProcessEnv | undefined
+    save: (patch: Partial<WorkloadState>) => Promise<WorkloadState>
+  },
+): Promise<void> {
+  const {logger} = deps
+  if (movedFrom !== undefined)
+    logger.warn(
+      `port ${movedFrom} of the last run is taken; ${name} now listens on ${state.port}`,
+      {
+        from: movedFrom,
+        to: state.port,
+      },
+    )
+  // Loaded only when needed: the background process stays small (issue 11).
+  const {moveWorkloadEntries} = await import('../clients/client-ops.ts')
+  const results = await moveWorkloadEntries(name, state.url, deps.env ?? process.env).catch(
+    (err: Error) => {
+      logger.error('cannot update client entries', {error: err.message})
+      return []
+    },
+  )
+  for (const r of results) {
+    if (r.error)
+      logger.error('client entry not updated', {
+        client: r.client,
+        file: r.file,
+        error: r.error.message,
+      })
+    else if (r.change === 'updated')
+      logger.warn('client entry moved to the new URL', {client: r.client, file: r.file})
+  }
+  if (movedFrom !== undefined)
+    await deps.save({
+      portMoved: {
+        from: movedFrom,
+        to: state.port,
+        clientEntries: results.filter((r) => r.change === 'updated').length,
+      },
+    })
 }
 
 /** A remote workload keeps the remote's path: `--url https://h/api/mcp` → `http://127.0.0.1:P/api/mcp`. */
