@@ -27,10 +27,10 @@ export function jsonServers(file: string, text: string | undefined, key: string[
   const rootValue = (root ? valueOf(root) : {}) as Record<string, unknown>
   const formatting = formattingOf(source)
   const edit = (name: string, value: unknown) => {
-    const base = source.trim() === '' ? '{}' : source
-    const edits = modify(base, [...key, name], value, {formattingOptions: formatting})
-    const next = applyEdits(base, edits)
-    return base === source || next.endsWith(formatting.eol) ? next : next + formatting.eol
+    if (value !== undefined) return setProperty(source, root, [...key, name], value, formatting)
+    // A removal without formatting: jsonc-parser would re-indent the neighbouring lines.
+    const next = applyEdits(source, modify(source, [...key, name], undefined, {}))
+    return next
   }
   return {
     entries,
@@ -90,6 +90,71 @@ function valueOf(node: Node): unknown {
     default:
       return node.value
   }
+}
+
+/**
+ * Sets `path` to `value` touching no other byte: a present value is replaced; a missing property
+ * goes after the last one of the deepest object that exists (keeping the file's trailing-comma
+ * habit), indented like its siblings. jsonc-parser's own formatter would re-flow the neighbouring
+ * lines, and those are the user's.
+ */
+function setProperty(
+  text: string,
+  root: Node | undefined,
+  path: string[],
+  value: unknown,
+  fmt: FormattingOptions & {eol: string},
+): string {
+  const unit = fmt.insertSpaces ? ' '.repeat(fmt.tabSize ?? 2) : '\t'
+  if (!root)
+    return JSON.stringify(nest(path, value), null, unit).replaceAll('\n', fmt.eol) + fmt.eol
+  let node = root
+  let depth = 0
+  for (; depth < path.length; depth++) {
+    const child = node.children?.find((p) => p.children?.[0]?.value === path[depth])?.children?.[1]
+    if (!child) break
+    node = child
+  }
+  const render = (v: unknown, indent: string) =>
+    JSON.stringify(v, null, unit)
+      .split('\n')
+      .join(fmt.eol + indent)
+  if (depth === path.length) {
+    const indent = indentAt(text, node.parent?.offset ?? node.offset)
+    return (
+      text.slice(0, node.offset) + render(value, indent) + text.slice(node.offset + node.length)
+    )
+  }
+  // `node` is the deepest existing object: add `"key": nested value` to it.
+  const property = `${JSON.stringify(path[depth])}: `
+  const nested = nest(path.slice(depth + 1), value)
+  const last = node.children?.at(-1)
+  if (!last) {
+    const outer = indentAt(text, node.offset)
+    const inner = outer + unit
+    const body = fmt.eol + inner + property + render(nested, inner) + fmt.eol + outer
+    return text.slice(0, node.offset + 1) + body + text.slice(node.offset + node.length - 1)
+  }
+  const indent = indentAt(text, last.offset)
+  const end = last.offset + last.length
+  const gap = /^(?:\s|\/\/[^\n]*|\/\*[\s\S]*?\*\/)*/.exec(text.slice(end))![0]
+  const trailingComma = text[end + gap.length] === ','
+  const line = property + render(nested, indent)
+  if (trailingComma) {
+    const at = end + gap.length + 1
+    return text.slice(0, at) + fmt.eol + indent + line + ',' + text.slice(at)
+  }
+  return text.slice(0, end) + ',' + fmt.eol + indent + line + text.slice(end)
+}
+
+function nest(path: string[], value: unknown): unknown {
+  return path.reduceRight((inner, k) => ({[k]: inner}), value)
+}
+
+/** The whitespace that starts the line holding `offset`. */
+function indentAt(text: string, offset: number): string {
+  const start = text.lastIndexOf('\n', offset - 1) + 1
+  return /^[ \t]*/.exec(text.slice(start))![0]
 }
 
 /** Indentation and line ends as the file already has them (2 spaces and \n for a new file). */
