@@ -37,6 +37,7 @@ const RETRIES = 5
 
 export class UpstreamSession {
   private transport: Transport | undefined
+  private transportUrl: string | undefined
   private kind: Exclude<TransportKind, 'auto'> | undefined
   private initialize: JSONRPCMessage | undefined
   private initialized = false
@@ -60,6 +61,7 @@ export class UpstreamSession {
     for (let attempt = 0; ; attempt++) {
       try {
         await this.reinitializing
+        if (follow && this.transport) await this.dropIfMoved(follow)
         const transport = await this.open()
         await transport.send(message)
         return
@@ -136,6 +138,7 @@ export class UpstreamSession {
     transport.onmessage = (message) => this.received(message)
     transport.onerror = (err) => this.options.logger.debug('transport error', {error: err.message})
     this.transport = transport
+    this.transportUrl = url.href
     await transport.start()
     if (this.protocolVersion) transport.setProtocolVersion?.(this.protocolVersion)
     return transport
@@ -162,6 +165,20 @@ export class UpstreamSession {
 
   private isInitializeAnswer(id: unknown): boolean {
     return this.initialize !== undefined && (this.initialize as {id?: unknown}).id === id
+  }
+
+  /**
+   * A followed workload that came back on another port: its old address may now be anyone's (a
+   * server that never answers, among them), so the next message goes to where it is now. Reading
+   * the state file costs well under a millisecond; a workload that is down keeps the transport
+   * (the send fails and is retried).
+   */
+  private async dropIfMoved(follow: NonNullable<UpstreamOptions['follow']>): Promise<void> {
+    const now = await follow.resolve().catch(() => undefined)
+    if (now && now.href !== this.transportUrl) {
+      this.options.logger.info('the workload moved; reconnecting', {url: now.href})
+      await this.drop()
+    }
   }
 
   /** The server forgot our session: a new one, set up with the client's own initialize. */
