@@ -390,6 +390,13 @@ export class Multiplexer {
     if (!isRecord(result) || typeof result.protocolVersion !== 'string') return result
     const asked = isRecord(request.params) ? request.params.protocolVersion : undefined
     const version = versionFor(asked, result.protocolVersion)
+    const info = isRecord(request.params) ? request.params.clientInfo : undefined
+    // Which client got which protocol version: what to look at when a client shows Disconnected.
+    this.options.logger.info('client initialized', {
+      client: isRecord(info) ? String(info.name).slice(0, 80) : 'unknown',
+      asked: typeof asked === 'string' ? asked.slice(0, 20) : 'none',
+      protocolVersion: version,
+    })
     return version === result.protocolVersion ? result : {...result, protocolVersion: version}
   }
 
