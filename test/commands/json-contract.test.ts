@@ -86,6 +86,17 @@ describe('--json: every stdout line is an object with an event', () => {
       (list.events[0]!.workloads as Array<{name: string}>).map((w) => w.name),
       ['j'],
     )
+    const add = await once(['client', 'add', 'j', '--client', 'cursor'])
+    assert.equal(add.code, 0, add.stderr)
+    assert.deepEqual(
+      add.events.map((e) => [e.event, e.client, e.change]),
+      [['client-entry', 'cursor', 'added']],
+    )
+    const clients = await once(['client', 'list'])
+    assert.deepEqual(
+      clients.events.map((e) => e.event),
+      ['clients'],
+    )
     const logs = await once(['logs', 'j'])
     assert.ok(logs.events.length > 0)
     for (const e of logs.events) assert.equal(e.event, 'line')
@@ -95,7 +106,11 @@ describe('--json: every stdout line is an object with an event', () => {
     )
     assert.deepEqual(
       (await once(['rm', 'j'])).events.map((e) => e.event),
-      ['removed'],
+      ['removed', 'client-entries-kept'],
+    )
+    assert.deepEqual(
+      (await once(['client', 'remove', 'j'])).events.map((e) => [e.event, e.change]),
+      [['client-entry', 'removed']],
     )
   })
 
