@@ -6,6 +6,7 @@
  * `stop` + `run` of its workload. Real commands (bin/dev.js), a real MCP server (UNRULY).
  */
 import assert from 'node:assert/strict'
+import {spawn} from 'node:child_process'
 import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {mkdtemp, rm} from 'node:fs/promises'
 import {createServer} from 'node:net'
@@ -31,7 +32,7 @@ describe('toolgate client', () => {
   let home: string
   const json = (file: string) => JSON.parse(readFileSync(join(home, file), 'utf8'))
   const toml = (file: string) =>
-    JSON.parse(JSON.stringify(parseToml(readFileSync(join(home, file), 'utf8')))) as any
+    JSON.parse(JSON.stringify(parseToml(readFileSync(join(home, file), 'utf8'))))
   const started = async (name: string) => {
     const r = await cli(['run', name, '--json', '--', ...UNRULY], home, ENV)
     assert.equal(r.code, 0, r.stderr)
@@ -298,5 +299,66 @@ describe('proxy stdio follows its workload', () => {
     } finally {
       await client.close()
     }
+  })
+})
+
+describe('on a terminal: client setup picks, rm asks', () => {
+  let home: string
+  before(async () => (home = await mkdtemp(join(tmpdir(), 'toolgate-tty-'))))
+  after(async () => {
+    await cli(['stop', '--all'], home, ENV)
+    await rm(home, {recursive: true, force: true})
+  })
+
+  /** A toolgate command on a real pseudo-terminal (util-linux `script`), answers typed in. */
+  function onTerminal(argv: string[], answers: string[]): Promise<string> {
+    const command = [process.execPath, 'bin/dev.js', ...argv].map((a) => `'${a}'`).join(' ')
+    const child = spawn('script', ['-qec', command, '/dev/null'], {
+      env: {
+        PATH: ENV.PATH + ':/usr/bin:/bin',
+        HOME: home,
+        XDG_CONFIG_HOME: join(home, 'config'),
+        XDG_DATA_HOME: join(home, 'data'),
+        XDG_STATE_HOME: join(home, 'state'),
+        TERM: 'dumb',
+      },
+    })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()))
+    // Each answer once its question is on the screen.
+    const pending = [...answers]
+    const timer = setInterval(() => {
+      const asked = (out.match(/\? \[[^\]]*\] /g) ?? []).length
+      if (pending.length && asked > answers.length - pending.length)
+        child.stdin.write(pending.shift() + '\r')
+    }, 50)
+    return new Promise((resolve, reject) => {
+      const kill = setTimeout(() => child.kill(), 60_000)
+      child.once('exit', (code) => {
+        clearInterval(timer)
+        clearTimeout(kill)
+        if (code === 0) resolve(out)
+        else reject(new Error(`exit ${code}: ${out}`))
+      })
+    })
+  }
+
+  it('client setup asks which workload and which clients; rm asks about the entries', async () => {
+    assert.equal((await cli(['run', 'a', '--', ...UNRULY], home, ENV)).code, 0)
+    assert.equal((await cli(['run', 'b', '--', ...UNRULY], home, ENV)).code, 0)
+    const out = await onTerminal(['client', 'setup'], ['2', '1,3'])
+    assert.match(out, /1\) a +http:\/\/127\.0\.0\.1:\d+\/mcp/)
+    assert.match(out, /Which workload\? \[1\]/)
+    assert.match(out, /Which clients \(comma-separated\)\?/)
+    assert.match(out, /Claude Code: added "b" \(http\)/)
+    assert.match(out, /Cursor: added "b" \(http\)/)
+    const claude = JSON.parse(readFileSync(join(home, '.claude.json'), 'utf8'))
+    assert.deepEqual(Object.keys(claude.mcpServers), ['b'])
+
+    const removed = await onTerminal(['rm', '--force', 'b'], ['y'])
+    assert.match(removed, /Remove the 2 client entries toolgate wrote for b too\? \[y\/N\]/)
+    assert.match(removed, /Claude Code: removed "b"/)
+    assert.deepEqual(JSON.parse(readFileSync(join(home, '.claude.json'), 'utf8')).mcpServers, {})
   })
 })
