@@ -9,6 +9,7 @@ import ClientAdd from './commands/client/add.ts'
 import ClientList from './commands/client/list.ts'
 import ClientRemove from './commands/client/remove.ts'
 import ClientSetup from './commands/client/setup.ts'
+import DoctorNetwork from './commands/doctor/network.ts'
 import List from './commands/list.ts'
 import Logs from './commands/logs.ts'
 import Proxy from './commands/proxy.ts'
@@ -34,6 +35,7 @@ export const COMMANDS = {
   'client:list': ClientList,
   'client:remove': ClientRemove,
   'client:setup': ClientSetup,
+  'doctor:network': DoctorNetwork,
   list: List,
   logs: Logs,
   proxy: Proxy,

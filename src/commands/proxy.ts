@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from './base-command.ts'
 import {authzFlags, frontFlags, incomingAuthFlags, outgoingAuthFlags} from './pipeline-flags.ts'
+import {networkFlags} from './network-flags.ts'
 
 export default class Proxy extends BaseCommand {
   static override description =
@@ -31,10 +32,14 @@ export default class Proxy extends BaseCommand {
     ...incomingAuthFlags,
     ...authzFlags,
     ...outgoingAuthFlags,
+    ...networkFlags,
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Proxy)
+    // Before any outbound request: the proxy and CAs every one of them uses (issue 34).
+    const {configureFromFlags} = await import('../lib/network/settings.ts')
+    configureFromFlags(flags)
     const logger = this.makeLogger(flags)
     // Loaded here, not at the top: every command's start would otherwise pay for the proxy, Cedar,
     // OAuth and keyring modules. Literal specifiers keep the bundle (esbuild) complete.

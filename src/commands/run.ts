@@ -1,6 +1,7 @@
 import {Args} from '@oclif/core'
 import {BaseCommand} from './base-command.ts'
 import {authzFlags, frontFlags, incomingAuthFlags, outgoingAuthFlags} from './pipeline-flags.ts'
+import {networkFlags} from './network-flags.ts'
 import {workloadFlags} from './workload-flags.ts'
 
 export default class Run extends BaseCommand {
@@ -37,6 +38,7 @@ export default class Run extends BaseCommand {
     ...authzFlags,
     ...outgoingAuthFlags,
     ...workloadFlags,
+    ...networkFlags,
   }
 
   async run(): Promise<void> {
@@ -53,6 +55,7 @@ export default class Run extends BaseCommand {
     } = await this.parse(Run, split.own).catch((err: unknown) => {
       throw lib.explainRunParseError(err, split)
     })
+    lib.configureNetworkFromFlags(flags)
     const extra = lib.serverArgs(split, (rest as string[]).slice(1), flags)
     const input = lib.runInput(args.NAME, extra, flags)
     if (!flags.foreground) {

@@ -6,6 +6,7 @@ import {isToolgateError, ToolgateError} from '../lib/errors.ts'
 import {xdgDirs} from '../lib/config/xdg.ts'
 import {parseListenAddress} from '../lib/http/listen.ts'
 import {BaseCommand} from './base-command.ts'
+import {networkFlags} from './network-flags.ts'
 
 export default class Serve extends BaseCommand {
   static override description =
@@ -34,6 +35,7 @@ export default class Serve extends BaseCommand {
       description: 'Overrides auth.mode of the configuration file.',
       options: ['oauth', 'anonymous'],
     }),
+    ...networkFlags,
   }
 
   async run(): Promise<void> {
@@ -66,6 +68,10 @@ export default class Serve extends BaseCommand {
         {details: err.details},
       )
     }
+
+    // Before the first outbound request (sources, providers): the proxy and CAs (issue 34).
+    const {configureFromFlags} = await import('../lib/network/settings.ts')
+    configureFromFlags(flags, config.network)
 
     // Handlers go in before anything listens: a signal that arrives while starting (or right after
     // the listening line) must still lead to a graceful stop, never to the default kill.

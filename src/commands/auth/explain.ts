@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
 import {incomingAuthFlags} from '../pipeline-flags.ts'
+import {networkFlags} from '../network-flags.ts'
 
 // The validation flags of proxy/run, minus the scopes it only advertises.
 const {'oidc-scopes': _scopes, ...oidcFlags} = incomingAuthFlags
@@ -36,10 +37,14 @@ export default class AuthExplain extends BaseCommand {
       default: false,
       helpGroup: 'TOKEN',
     }),
+    ...networkFlags,
   }
 
   async run(): Promise<void> {
     const {flags} = await this.parse(AuthExplain)
+    // Before any outbound request: the proxy and CAs every one of them uses (issue 34).
+    const {configureFromFlags} = await import('../../lib/network/settings.ts')
+    configureFromFlags(flags)
     const lib = await import('../../lib/auth/explain/index.ts')
     const source = flags.config
       ? lib.providersFromServeConfig(flags.config)

@@ -3,6 +3,7 @@ import {ToolgateError} from '../../lib/errors.ts'
 import {BaseCommand} from '../base-command.ts'
 import {grouped} from '../pipeline-flags.ts'
 import {remoteAuthFlags} from '../remote-auth-flags.ts'
+import {networkFlags} from '../network-flags.ts'
 
 // `--remote-auth` is what this command does; every other remote-auth flag applies as in `proxy`.
 const {'remote-auth': _on, ...loginFlags} = remoteAuthFlags
@@ -35,10 +36,14 @@ export default class AuthToken extends BaseCommand {
       default: false,
       helpGroup: 'OUTPUT',
     }),
+    ...networkFlags,
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(AuthToken)
+    // Before any outbound request: the proxy and CAs every one of them uses (issue 34).
+    const {configureFromFlags} = await import('../../lib/network/settings.ts')
+    configureFromFlags(flags)
     // A token on a terminal ends up in scrollback and screen shares: scripts capture stdout.
     if (process.stdout.isTTY && !flags.show) {
       throw new ToolgateError(

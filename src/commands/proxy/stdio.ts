@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
 import {outgoingAuthFlags} from '../pipeline-flags.ts'
+import {networkFlags} from '../network-flags.ts'
 
 export default class ProxyStdio extends BaseCommand {
   static override description =
@@ -40,10 +41,14 @@ export default class ProxyStdio extends BaseCommand {
       helpGroup: 'OUTGOING AUTH',
     }),
     ...outgoingAuthFlags,
+    ...networkFlags,
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(ProxyStdio)
+    // Before any outbound request: the proxy and CAs every one of them uses (issue 34).
+    const {configureFromFlags} = await import('../../lib/network/settings.ts')
+    configureFromFlags(flags)
     // stdout is the protocol channel: logs (and --json events) go to stderr only.
     const logger = this.makeLogger(flags)
     const {runStdioRelay} = await import('../../lib/stdio-relay/run-relay.ts')

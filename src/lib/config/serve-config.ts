@@ -9,7 +9,8 @@ import {checkPostgres, type PostgresStorage} from './serve-config-postgres.ts'
 import {checkAuth, type AuthConfig, type AuthMode} from './serve-config-auth.ts'
 import {checkRegistryAuthz, type RegistryAuthzSpec} from './serve-config-authz.ts'
 import {checkRegistries, checkSources} from './serve-config-sources.ts'
-import {absPath} from './config-fields.ts'
+import {absPath, checkReadableFile} from './config-fields.ts'
+import type {NetworkOptions} from '../network/settings.ts'
 
 export {DEFAULT_REALM, type AuthConfig, type AuthMode} from './serve-config-auth.ts'
 export {DEFAULT_REGISTRY} from './serve-config-sources.ts'
@@ -28,6 +29,8 @@ export interface ServeConfig {
   auth: AuthConfig
   /** `auth.authz`: the registry's Cedar policy; undefined shows every server to every caller. */
   authz?: RegistryAuthzSpec
+  /** `network`: the outbound proxy and extra trust (issue 34); flags win over it. */
+  network?: NetworkOptions
   /** Absolute path of the file this came from; undefined for the built-in empty config. */
   file?: string
 }
@@ -103,7 +106,7 @@ export function validateServeConfig(
 ): ServeConfig {
   const c = new Checker()
   const baseDir = options.baseDir ?? process.cwd()
-  const root = c.object(doc, '', ['sources', 'registries', 'storage', 'auth']) ?? {}
+  const root = c.object(doc, '', ['sources', 'registries', 'storage', 'auth', 'network']) ?? {}
 
   const sources = checkSources(c, root.sources, baseDir)
   const registries = checkRegistries(c, root.registries, sources)
@@ -115,6 +118,7 @@ export function validateServeConfig(
       ? checkRegistryAuthz(c, (authObj as Record<string, unknown>).authz, baseDir)
       : undefined
 
+  const network = checkNetwork(c, root.network, baseDir)
   if (c.problems.length > 0) {
     const where = file ? `config file ${file}` : 'configuration'
     const lines = c.problems.map((p) => `  ${p.path}: ${p.message}`).join('\n')
@@ -122,7 +126,34 @@ export function validateServeConfig(
       details: {problems: c.problems},
     })
   }
-  return {sources, registries, storage, auth, ...(authz ? {authz} : {}), ...(file ? {file} : {})}
+  return {
+    sources,
+    registries,
+    storage,
+    auth,
+    ...(authz ? {authz} : {}),
+    ...(network ? {network} : {}),
+    ...(file ? {file} : {}),
+  }
+}
+
+/** `network: {proxy, noProxy, caCertPath, useSystemCa}` (docs/network.md). */
+function checkNetwork(c: Checker, value: unknown, baseDir: string): NetworkOptions | undefined {
+  if (value === undefined || value === null) return undefined
+  const o = c.object(value, 'network', ['proxy', 'noProxy', 'caCertPath', 'useSystemCa'])
+  if (!o) return undefined
+  const proxyUrl = c.string(o.proxy, 'network.proxy', {nonEmpty: true})
+  if (proxyUrl !== undefined && !/^https?:\/\/[^/\s]+\/?$/i.test(proxyUrl))
+    c.add('network.proxy', 'must be an http:// or https:// proxy URL (http://host:port)')
+  const noProxy = c.string(o.noProxy, 'network.noProxy')
+  const caCert = checkReadableFile(c, o.caCertPath, 'network.caCertPath', baseDir)
+  const useSystemCa = c.boolean(o.useSystemCa, 'network.useSystemCa')
+  return {
+    ...(proxyUrl !== undefined ? {proxyUrl} : {}),
+    ...(noProxy !== undefined ? {noProxy} : {}),
+    ...(caCert !== undefined ? {caCert} : {}),
+    ...(useSystemCa !== undefined ? {useSystemCa} : {}),
+  }
 }
 
 function checkStorage(

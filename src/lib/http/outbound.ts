@@ -3,6 +3,8 @@ import {readFileSync} from 'node:fs'
 import type {LookupFunction} from 'node:net'
 import {Agent, buildConnector, fetch as undiciFetch, type Dispatcher, type Response} from 'undici'
 import {ToolgateError} from '../errors.ts'
+import {routedDispatcher} from '../network/dispatcher.ts'
+import {currentNetwork, proxyFor, redactProxy} from '../network/settings.ts'
 import {blockedRange} from './ip-ranges.ts'
 
 /**
@@ -89,9 +91,14 @@ export function createOutboundClient(options: OutboundOptions = {}): OutboundCli
   }
   const allowPrivate = options.allowPrivateIP === true
   const baseLookup = options.lookup ?? (dnsLookup as LookupFunction)
+  // A provider's own caCertPath replaces the roots; otherwise --ca-cert / --use-system-ca (issue 34).
+  const network = currentNetwork()
+  const trust = ca ?? network.ca
+  const trustText =
+    options.caCertPath !== undefined ? `caCertPath ${options.caCertPath}` : network.trust.join(', ')
   const connector = buildConnector({
     timeout: timeoutMs,
-    ...(ca !== undefined ? {ca} : {}),
+    ...(trust !== undefined ? {ca: trust} : {}),
     ...(allowPrivate
       ? options.lookup
         ? {lookup: options.lookup}
@@ -112,14 +119,21 @@ export function createOutboundClient(options: OutboundOptions = {}): OutboundCli
     connector(opts, callback)
   }
 
-  const dispatcher = new Agent({connect, headersTimeout: timeoutMs, bodyTimeout: timeoutMs})
+  const dispatcher = routedDispatcher(
+    new Agent({connect, headersTimeout: timeoutMs, bodyTimeout: timeoutMs}),
+    network,
+    {ca: trust, connectTimeout: timeoutMs, headersTimeout: timeoutMs, bodyTimeout: timeoutMs},
+  )
 
   const doFetch = async (url: string | URL, init: OutboundRequestInit = {}): Promise<Response> => {
     const target = new URL(url)
     const signal = init.signal
       ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)])
       : AbortSignal.timeout(timeoutMs)
+    const proxy = proxyFor(network, target)
     try {
+      // Through a proxy the socket goes to the proxy: the destination is checked here instead.
+      if (proxy && !allowPrivate) await checkDestination(target.hostname, baseLookup)
       return await undiciFetch(target, {
         method: init.method ?? 'GET',
         headers: init.headers as Record<string, string> | undefined,
@@ -129,7 +143,10 @@ export function createOutboundClient(options: OutboundOptions = {}): OutboundCli
         dispatcher,
       })
     } catch (err) {
-      throw toOutboundError(err, target.host, timeoutMs, signal)
+      throw toOutboundError(err, target.host, timeoutMs, signal, {
+        trust: trustText,
+        ...(proxy ? {proxy: redactProxy(proxy)} : {}),
+      })
     }
   }
 
@@ -160,6 +177,27 @@ export function createOutboundClient(options: OutboundOptions = {}): OutboundCli
       await dispatcher.close()
     },
   }
+}
+
+/**
+ * The SSRF guard for a request sent through a proxy: a literal address is checked as it is; a
+ * name is resolved here and refused when any address is blocked. A name this machine cannot
+ * resolve goes on to the proxy, which resolves it (in a proxied network that is the usual case).
+ */
+async function checkDestination(hostname: string, lookup: LookupFunction): Promise<void> {
+  const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname
+  if (isIpLiteral(host)) {
+    const range = blockedRange(host)
+    if (range !== undefined) throw blockedError(host, host, range)
+    return
+  }
+  const guarded = guardedLookup(lookup)
+  await new Promise<void>((resolve, reject) =>
+    guarded(host, {all: true}, (err: NodeJS.ErrnoException | null) => {
+      if (err instanceof ToolgateError) reject(err)
+      else resolve()
+    }),
+  )
 }
 
 function isIpLiteral(host: string): boolean {
@@ -235,6 +273,8 @@ export function toOutboundError(
   host: string,
   timeoutMs: number,
   signal?: AbortSignal,
+  /** What was in force: the trusted CAs in words, the proxy used (redacted). */
+  context: {trust?: string; proxy?: string} = {},
 ): ToolgateError {
   const chain: unknown[] = []
   for (
@@ -267,19 +307,33 @@ export function toOutboundError(
     /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS|ERR_SSL|HOSTNAME|ALTNAME/.test(c),
   )
   if (tlsCode) {
+    const trusted = context.trust
+      ? `trusted: ${context.trust}; add the CA with --ca-cert, NODE_EXTRA_CA_CERTS or --use-system-ca`
+      : 'check caCertPath'
     return new ToolgateError(
       'ERR_OUTBOUND_FAILED',
-      `outbound request to ${host} failed TLS verification (${tlsCode}); check caCertPath`,
+      `outbound request to ${host} failed TLS verification (${tlsCode}); ${trusted}`,
       {cause: err, details: {host, reason: tlsCode}},
+    )
+  }
+  const refused = chain
+    .map((e) => /Proxy response \((\d+)\)/.exec(String((e as Error)?.message))?.[1])
+    .find(Boolean)
+  if (context.proxy && refused) {
+    return new ToolgateError(
+      'ERR_OUTBOUND_FAILED',
+      `outbound request to ${host}: the proxy ${context.proxy} refused it (HTTP ${refused}${refused === '407' ? ', proxy credentials missing or wrong' : ''})`,
+      {cause: err, details: {host, proxy: context.proxy, status: Number(refused)}},
     )
   }
   const reason =
     codes.find((c) => c !== '' && c !== 'undefined') ??
     names.find((n) => n && n !== 'TypeError') ??
     'network error'
+  const via = context.proxy ? ` through the proxy ${context.proxy}` : ''
   return new ToolgateError(
     'ERR_OUTBOUND_FAILED',
-    `outbound request to ${host} failed (${reason})`,
+    `outbound request to ${host}${via} failed (${reason})`,
     {cause: err, details: {host, reason}},
   )
 }

@@ -1,6 +1,7 @@
 import {ToolgateError} from '../errors.ts'
 import type {UpstreamDispatcher} from './forward.ts'
 import {targetPaths} from './endpoint-target.ts'
+import {currentNetwork} from '../network/settings.ts'
 
 export interface UpstreamTimeouts {
   connectMs: number
@@ -44,14 +45,7 @@ export async function createUpstream(
   }
   const dispatcher: UpstreamDispatcher = socketPath
     ? (await import('./socket-dispatcher.ts')).socketDispatcher(socketPath, timeouts)
-    : new (await import('undici')).Agent({
-        connect: {timeout: timeouts.connectMs},
-        headersTimeout: timeouts.headersMs,
-        bodyTimeout: timeouts.bodyMs,
-        keepAliveTimeout: 30_000,
-        connections: 128,
-        pipelining: 1,
-      })
+    : await remoteDispatcher(timeouts)
   const {prefix} = targetPaths(target)
   return {
     target,
@@ -67,6 +61,30 @@ export async function createUpstream(
       await dispatcher.close()
     },
   }
+}
+
+/**
+ * Toward a remote target: a keep-alive pool per origin, through the outbound proxy when the
+ * network settings say so, trusting --ca-cert / --use-system-ca too (issue 34).
+ */
+async function remoteDispatcher(timeouts: UpstreamTimeouts): Promise<UpstreamDispatcher> {
+  const {Agent} = await import('undici')
+  const {routedDispatcher} = await import('../network/dispatcher.ts')
+  const network = currentNetwork()
+  const direct = new Agent({
+    connect: {timeout: timeouts.connectMs, ...(network.ca ? {ca: network.ca} : {})},
+    headersTimeout: timeouts.headersMs,
+    bodyTimeout: timeouts.bodyMs,
+    keepAliveTimeout: 30_000,
+    connections: 128,
+    pipelining: 1,
+  })
+  return routedDispatcher(direct, network, {
+    ca: network.ca,
+    connectTimeout: timeouts.connectMs,
+    headersTimeout: timeouts.headersMs,
+    bodyTimeout: timeouts.bodyMs,
+  })
 }
 
 export function isConnectFailure(err: unknown): boolean {

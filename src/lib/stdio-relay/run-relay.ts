@@ -1,6 +1,8 @@
 import type {Readable} from 'node:stream'
 import type {FetchLike} from '@modelcontextprotocol/sdk/shared/transport.js'
-import {Agent, fetch as undiciFetch} from 'undici'
+import {Agent, fetch as undiciFetch, type Dispatcher} from 'undici'
+import {routedDispatcher} from '../network/dispatcher.ts'
+import {currentNetwork} from '../network/settings.ts'
 import {ToolgateError} from '../errors.ts'
 import {privateSocket} from '../http/private-socket.ts'
 import type {Logger} from '../log/logger.ts'
@@ -71,7 +73,7 @@ export async function runStdioRelay(input: StdioRelayInput): Promise<void> {
   // Nothing to add on the way out (no token, no header): talk to the server directly, one HTTP hop
   // less. Otherwise through the pipeline, on a socket only this process reaches.
   const hop = addsCredentials(prepared) ? await privateHop(prepared, input, remote) : undefined
-  const agent = hop?.agent ?? new Agent({...AGENT_LIMITS, connect: {timeout: 10_000}})
+  const agent = hop?.agent ?? directAgent()
   const fetch = ((url: string | URL, init?: RequestInit) =>
     undiciFetch(url, {...(init as object), dispatcher: agent})) as unknown as FetchLike
   const local = hop ? new URL(remote.pathname + remote.search, 'http://localhost') : remote
@@ -117,6 +119,16 @@ export async function runStdioRelay(input: StdioRelayInput): Promise<void> {
     await agent.close().catch(() => undefined)
     await hop?.socket.remove()
   }
+}
+
+/** Straight to the server: through the outbound proxy when the network settings say so (issue 34). */
+function directAgent(): Dispatcher {
+  const network = currentNetwork()
+  const agent = new Agent({
+    ...AGENT_LIMITS,
+    connect: {timeout: 10_000, ...(network.ca ? {ca: network.ca} : {})},
+  })
+  return routedDispatcher(agent, network, {ca: network.ca, connectTimeout: 10_000, ...AGENT_LIMITS})
 }
 
 /** The pipeline on a private unix socket, and an HTTP agent that reaches it. */

@@ -9,6 +9,7 @@ import {proxyLogFile, serverLogFile, startDetached} from './detach.ts'
 import {assertCommandExists} from './find-command.ts'
 import {loadPermissionProfile} from '../sandbox/profile.ts'
 import {assertCanListen} from '../http/listen.ts'
+import {configureFromFlags, type NetworkFlagValues} from '../network/settings.ts'
 import {assertNameFree, startWorkload, type RunningWorkload} from './run-workload.ts'
 import {buildWorkloadSpec, checkRunInput, type RunInput} from './spec.ts'
 import type {WorkloadState} from './state.ts'
@@ -43,7 +44,7 @@ export type RunFlags = Omit<PipelineFlags, 'target-uri'> & {
   'permission-profile'?: string | undefined
   'idle-timeout': string
   'max-processes': number
-}
+} & NetworkFlagValues
 
 export function runInput(name: string, rest: string[], flags: RunFlags): RunInput {
   const base = flags['from-registry']
@@ -179,11 +180,17 @@ export function workloadLogger(
   })
 }
 
+/** The proxy and CAs for every outbound request of this process (issue 34). */
+export const configureNetworkFromFlags = (flags: NetworkFlagValues) =>
+  void configureFromFlags(flags)
+
 export async function startForeground(
   input: RunInput,
   logger: Logger,
   options: {json: boolean; isTTY: boolean; echo?: ((chunk: Uint8Array) => void) | undefined},
 ): Promise<RunningWorkload> {
+  // Again in the background process of a detached run, which gets the flags, not this process.
+  configureFromFlags(input.flags as NetworkFlagValues)
   const spec = await buildWorkloadSpec(input, {openStore: () => openSecretStore({logger})})
   return startWorkload(spec, {
     logger,
