@@ -1,4 +1,5 @@
 import {createServer, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
+import {createServer as createHttpsServer} from 'node:https'
 import type {AddressInfo} from 'node:net'
 import {randomUUID} from 'node:crypto'
 import {exportJWK, generateKeyPair, SignJWT, type JWK} from 'jose'
@@ -32,6 +33,10 @@ export interface OidcProviderOptions {
   alg?: 'RS256' | 'PS256' | 'ES256' | 'EdDSA'
   /** Last chance to change the configuration before the provider is built. */
   configure?: (config: Configuration) => void
+  /** Serve HTTPS with this certificate (issuer `https://…`). */
+  tls?: {cert: string; key: string}
+  /** The issuer's host name (default 127.0.0.1); it still listens on 127.0.0.1. */
+  hostname?: string
   /** Called with each provider instance built (also after rotateKeys), e.g. to registerGrantType. */
   setup?: (provider: Provider) => void | Promise<void>
 }
@@ -103,7 +108,7 @@ export async function startOidcProvider(
   const requests: OidcProviderFixture['requests'] = []
   const claimsByToken = new WeakMap<object, Record<string, unknown>>()
 
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
     requests.push({
       method: req.method ?? '',
       path: req.url ?? '',
@@ -114,14 +119,17 @@ export async function startOidcProvider(
       return
     }
     provider.callback()(req, res)
-  })
+  }
+  const server: Server = options.tls
+    ? (createHttpsServer(options.tls, handler) as unknown as Server)
+    : createServer(handler)
   const port = await new Promise<number>((resolve, reject) => {
     server.once('error', reject)
     server.listen(options.port ?? 0, '127.0.0.1', () =>
       resolve((server.address() as AddressInfo).port),
     )
   })
-  const issuer = `http://127.0.0.1:${port}`
+  const issuer = `${options.tls ? 'https' : 'http'}://${options.hostname ?? '127.0.0.1'}:${port}`
 
   const build = async () => {
     const config: Configuration = {
