@@ -281,8 +281,12 @@ export function toOutboundError(
     let e: unknown = err;
     e !== undefined && e !== null && chain.length < 8;
     e = (e as {cause?: unknown}).cause
-  )
+  ) {
     chain.push(e)
+    // Happy eyeballs (one try per address) reports an AggregateError: its errors say what failed.
+    const inner = (e as {errors?: unknown}).errors
+    if (Array.isArray(inner)) chain.push(...inner.slice(0, 4))
+  }
   const own = chain.find((e): e is ToolgateError => e instanceof ToolgateError)
   if (own) return own
   const codes = chain.map((e) => String((e as {code?: unknown}).code ?? ''))
@@ -326,10 +330,11 @@ export function toOutboundError(
       {cause: err, details: {host, proxy: context.proxy, status: Number(refused)}},
     )
   }
+  const last = chain.at(-1) as {message?: unknown} | undefined
   const reason =
     codes.find((c) => c !== '' && c !== 'undefined') ??
-    names.find((n) => n && n !== 'TypeError') ??
-    'network error'
+    names.find((n) => n && n !== 'TypeError' && n !== 'Error') ??
+    (typeof last?.message === 'string' && last.message ? last.message.slice(0, 80) : 'network error')
   const via = context.proxy ? ` through the proxy ${context.proxy}` : ''
   return new ToolgateError(
     'ERR_OUTBOUND_FAILED',

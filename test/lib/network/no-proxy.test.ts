@@ -84,3 +84,45 @@ describe('the proxy for a request', () => {
     assert.equal(redactProxy(new URL('http://proxy:3128')), 'http://proxy:3128')
   })
 })
+
+describe('the SSRF guard through a proxy', () => {
+  it('judges the destination, never the proxy: a private destination is refused before the proxy is asked', async () => {
+    const {configureNetwork} = await import('../../../src/lib/network/settings.ts')
+    const {createOutboundClient} = await import('../../../src/lib/http/outbound.ts')
+    const {createServer} = await import('node:net')
+    // A "proxy" that records whether anyone connected to it.
+    let asked = 0
+    const fake = createServer((s) => {
+      asked++
+      s.destroy()
+    })
+    await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r))
+    const port = (fake.address() as {port: number}).port
+    configureNetwork({proxyUrl: `http://127.0.0.1:${port}`}, {})
+    const client = createOutboundClient({timeoutMs: 2_000})
+    try {
+      for (const target of [
+        'http://10.1.2.3/x',
+        'https://169.254.169.254/latest',
+        'http://[fd00::1]/',
+        'http://localhost:8099/',
+      ])
+        await assert.rejects(
+          client.fetch(target),
+          (err: Error & {code?: string}) => err.code === 'ERR_OUTBOUND_BLOCKED',
+          target,
+        )
+      assert.equal(asked, 0, 'the proxy was never asked for a blocked destination')
+      // A public destination goes to the proxy (which here hangs up on it).
+      await assert.rejects(
+        client.fetch('http://93.184.215.14/'),
+        (err: Error & {code?: string}) => err.code !== 'ERR_OUTBOUND_BLOCKED',
+      )
+      assert.ok(asked >= 1, 'the proxy was asked')
+    } finally {
+      await client.close()
+      fake.close()
+      configureNetwork({}, {})
+    }
+  })
+})
