@@ -203,6 +203,31 @@ const ROWS: Record<string, Row[]> = {
     {argv: () => ['rm', 'nothing-here'], expect: {ends: 1}, why: 'a missing workload ends at once'},
   ],
   'secret:list': [{argv: () => ['secret', 'list'], expect: {ends: 0}, why: 'an empty list'}],
+  'client:list': [{argv: () => ['client', 'list'], expect: {ends: 0}, why: 'lists without asking'}],
+  'client:add': [
+    {
+      argv: () => ['client', 'add', 'ni'],
+      expect: {ends: 2},
+      why: 'no client named: says so, asks nothing',
+    },
+  ],
+  'client:setup': [
+    {
+      argv: () => ['client', 'setup'],
+      expect: {ends: 2},
+      why: 'the picker needs a terminal: names the flags instead',
+    },
+  ],
+  'client:remove': [
+    {
+      argv: () => ['client', 'remove', 'ni'],
+      expect: {ends: 0},
+      why: 'nothing written for it: says so',
+    },
+  ],
+  'doctor:network': [
+    {argv: () => ['doctor', 'network'], expect: {ends: 0}, why: 'prints the settings and ends'},
+  ],
   'secret:delete': [
     {argv: () => ['secret', 'delete', 'x'], expect: {ends: 'non-zero'}, why: 'no store yet'},
   ],
