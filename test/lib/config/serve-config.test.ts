@@ -416,3 +416,43 @@ test('URL errors never echo credentials written into the URL', () => {
   assert.equal(found.length, 2, JSON.stringify(found))
   assert.ok(!found.join('\n').includes('hunter2'))
 })
+
+test('network: proxy, noProxy, caCertPath and useSystemCa (issue 34); every mistake named', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'toolgate-net-cfg-'))
+  try {
+    writeFileSync(
+      join(dir, 'ca.pem'),
+      '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n',
+    )
+    const network = {
+      proxy: 'http://proxy:3128',
+      noProxy: '.corp',
+      caCertPath: 'ca.pem',
+      useSystemCa: true,
+    }
+    const cfg = validateServeConfig({auth: {oauth}, network}, {...opts, baseDir: dir})
+    assert.deepEqual(cfg.network, {
+      proxyUrl: 'http://proxy:3128',
+      noProxy: '.corp',
+      caCert: join(dir, 'ca.pem'),
+      useSystemCa: true,
+    })
+    assert.deepEqual(
+      problems(
+        {
+          auth: {oauth},
+          network: {proxy: 'socks5://p:1', caCertPath: 'nope.pem', useSystemCa: 'yes', port: 1},
+        },
+        {baseDir: dir},
+      ),
+      [
+        'network.port: unknown key (allowed: proxy, noProxy, caCertPath, useSystemCa)',
+        'network.proxy: must be an http:// or https:// proxy URL (http://host:port)',
+        `network.caCertPath: cannot read ${join(dir, 'nope.pem')} (no such file)`,
+        'network.useSystemCa: must be true or false, got the string "yes"',
+      ],
+    )
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
+})
