@@ -145,6 +145,8 @@ export function createOutboundClient(options: OutboundOptions = {}): OutboundCli
     } catch (err) {
       throw toOutboundError(err, target.host, timeoutMs, signal, {
         trust: trustText,
+        // A serve provider has its own caCertPath; name it where it applies.
+        ...(options.label ? {caCertPath: true} : {}),
         ...(proxy ? {proxy: redactProxy(proxy)} : {}),
       })
     }
@@ -274,7 +276,7 @@ export function toOutboundError(
   timeoutMs: number,
   signal?: AbortSignal,
   /** What was in force: the trusted CAs in words, the proxy used (redacted). */
-  context: {trust?: string; proxy?: string} = {},
+  context: {trust?: string; proxy?: string; caCertPath?: boolean} = {},
 ): ToolgateError {
   const chain: unknown[] = []
   for (
@@ -312,7 +314,7 @@ export function toOutboundError(
   )
   if (tlsCode) {
     const trusted = context.trust
-      ? `trusted: ${context.trust}; add the CA with --ca-cert, NODE_EXTRA_CA_CERTS or --use-system-ca`
+      ? `trusted: ${context.trust}; add the CA with ${context.caCertPath ? "the provider's caCertPath, " : ''}--ca-cert, NODE_EXTRA_CA_CERTS or --use-system-ca`
       : 'check caCertPath'
     return new ToolgateError(
       'ERR_OUTBOUND_FAILED',
@@ -334,7 +336,9 @@ export function toOutboundError(
   const reason =
     codes.find((c) => c !== '' && c !== 'undefined') ??
     names.find((n) => n && n !== 'TypeError' && n !== 'Error') ??
-    (typeof last?.message === 'string' && last.message ? last.message.slice(0, 80) : 'network error')
+    (typeof last?.message === 'string' && last.message
+      ? last.message.slice(0, 80)
+      : 'network error')
   const via = context.proxy ? ` through the proxy ${context.proxy}` : ''
   return new ToolgateError(
     'ERR_OUTBOUND_FAILED',
