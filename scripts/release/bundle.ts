@@ -53,6 +53,9 @@ export async function bundle(
     // oclif requires `typescript` (inside a try) only to transpile commands on the fly, which the
     // binary never does (sea-entry turns auto-transpile off); bundling it would add 9 MB.
     external: ['typescript'],
+    // jsonc-parser's `main` is a UMD build whose require() calls esbuild cannot follow (the
+    // executable then failed with "No such built-in module: ./impl/format"); its ESM build bundles.
+    alias: {'jsonc-parser': 'jsonc-parser/lib/esm/main.js'},
     define: {
       __TOOLGATE_VERSION__: JSON.stringify(facts.version),
       __TOOLGATE_COMMIT__: JSON.stringify(facts.commit),

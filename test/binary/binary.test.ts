@@ -258,8 +258,31 @@ describe(
           listed.map((r) => [r.name, r.status]),
           [['bin-wl', 'running']],
         )
+        // The bundled config editors (jsonc-parser, smol-toml) work: Cursor's JSON, Codex's TOML,
+        // and the stdio entry names the executable itself.
+        const added = await runBin([
+          'client',
+          'add',
+          'bin-wl',
+          '--client',
+          'cursor,codex',
+          '--via',
+          'stdio',
+        ])
+        assert.equal(added.code, 0, added.stderr)
+        const cursor = JSON.parse(readFileSync(join(home, '.cursor', 'mcp.json'), 'utf8'))
+        assert.equal(cursor.mcpServers['bin-wl'].command, bin)
+        assert.deepEqual(cursor.mcpServers['bin-wl'].args, ['proxy', 'stdio', 'bin-wl'])
+        assert.match(
+          readFileSync(join(home, '.codex', 'config.toml'), 'utf8'),
+          /\[mcp_servers\.bin-wl\]/,
+        )
         assert.equal((await runBin(['stop', 'bin-wl'])).code, 0)
-        assert.equal((await runBin(['rm', 'bin-wl'])).code, 0)
+        assert.equal((await runBin(['rm', 'bin-wl', '--unregister'])).code, 0)
+        assert.equal(
+          JSON.parse(readFileSync(join(home, '.cursor', 'mcp.json'), 'utf8')).mcpServers['bin-wl'],
+          undefined,
+        )
       },
     )
 

@@ -312,14 +312,14 @@ async function followClients(
         to: state.port,
       },
     )
-  // Loaded only when needed: the background process stays small (issue 11).
-  const {moveWorkloadEntries} = await import('../clients/client-ops.ts')
-  const results = await moveWorkloadEntries(name, state.url, deps.env ?? process.env).catch(
-    (err: Error) => {
+  // Loaded only when needed: the background process stays small (issue 11). Whatever goes wrong
+  // here is logged; the workload runs on.
+  const results = await import('../clients/client-ops.ts')
+    .then(({moveWorkloadEntries}) => moveWorkloadEntries(name, state.url, deps.env ?? process.env))
+    .catch((err: Error) => {
       logger.error('cannot update client entries', {error: err.message})
       return []
-    },
-  )
+    })
   for (const r of results) {
     if (r.error)
       logger.error('client entry not updated', {
