@@ -1,6 +1,7 @@
 // Explicit command map (oclif "explicit" strategy): lets the CLI be bundled into one executable.
 // Keys are command ids. Topic commands use `:` in the id (`secret:set`); users type them with a
 // space (`toolgate secret set`) because package.json sets oclif's topicSeparator to ' '.
+import AuditVerify from './commands/audit/verify.ts'
 import AuthExplain from './commands/auth/explain.ts'
 import AuthToken from './commands/auth/token.ts'
 import AuthzCheck from './commands/authz/check.ts'
@@ -27,6 +28,7 @@ import SecretSet from './commands/secret/set.ts'
 import SecretSetup from './commands/secret/setup.ts'
 
 export const COMMANDS = {
+  'audit:verify': AuditVerify,
   'auth:explain': AuthExplain,
   'auth:token': AuthToken,
   'authz:check': AuthzCheck,

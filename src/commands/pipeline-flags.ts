@@ -86,6 +86,22 @@ export const authzFlags = {
       'Cedar authorization policy file (JSON or YAML), applied after incoming authentication.',
     helpGroup: 'AUTHORIZATION',
   }),
+  // The audit trail (issue 35, docs/audit.md) sits with authorization: who did what, and why allowed.
+  'audit-log': Flags.string({
+    description:
+      'Audit trail: a record per MCP message and per refusal, as hash-chained JSON lines in FILE (0600, rotated), or - for stdout.',
+    helpGroup: 'AUDIT',
+  }),
+  'audit-include-args': Flags.boolean({
+    description:
+      'Record tool and prompt arguments too (values of secret-looking keys are redacted).',
+    default: false,
+    helpGroup: 'AUDIT',
+  }),
+  'audit-redact-keys': Flags.string({
+    description: 'More argument names whose values are redacted (comma-separated).',
+    helpGroup: 'AUDIT',
+  }),
 }
 
 export const grouped = <T extends Record<string, object>>(flags: T, helpGroup: string): T =>

@@ -137,7 +137,11 @@ export class AuthzInterceptor implements RequestInterceptor {
         decision: 'deny',
         reason: plan.reason,
       })
-      return {action: 'answer', answer: forbiddenAnswer(id)}
+      return {
+        action: 'answer',
+        answer: forbiddenAnswer(id),
+        audit: {decision: 'deny', reason: plan.reason},
+      }
     }
     const principal = this.#principal(request)
     if (plan.kind === 'deny') {
@@ -147,7 +151,11 @@ export class AuthzInterceptor implements RequestInterceptor {
         decision: 'deny',
         reason: plan.reason,
       })
-      return {action: 'answer', answer: forbiddenAnswer(id)}
+      return {
+        action: 'answer',
+        answer: forbiddenAnswer(id),
+        audit: {decision: 'deny', reason: plan.reason},
+      }
     }
     if (plan.kind === 'list') {
       if (id === undefined) return {action: 'forward'} // a notification gets no answer to filter
@@ -161,7 +169,13 @@ export class AuthzInterceptor implements RequestInterceptor {
     if (plan.spec.action === 'call_tool')
       annotations = await this.#annotations(plan.spec.id, callUpstream)
     const decision = this.authorizer.decide(principal, {...plan.spec, annotations})
-    return decision.allowed ? {action: 'forward'} : {action: 'answer', answer: forbiddenAnswer(id)}
+    const audit = {
+      decision: decision.allowed ? 'allow' : 'deny',
+      policies: decision.policies,
+    } as const
+    return decision.allowed
+      ? {action: 'forward', audit}
+      : {action: 'answer', answer: forbiddenAnswer(id), audit}
   }
 
   #principal(request: InterceptedRequest): PrincipalPart {

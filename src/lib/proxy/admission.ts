@@ -18,7 +18,10 @@ export interface AdmissionDeps {
   log: Logger
 }
 
-export type Admission = {ok: true; principal: Principal | undefined} | {ok: false}
+export type Admission =
+  | {ok: true; principal: Principal | undefined}
+  /** The client has its answer; `reason` is for the log and the audit trail. */
+  | {ok: false; reason: string}
 
 /** What is decided before the body is read: `ok: false` means the client has its answer. */
 export type Admit = (
@@ -28,7 +31,6 @@ export type Admit = (
 ) => Admission | Promise<Admission>
 
 const NO_PRINCIPAL: Admission = {ok: true, principal: undefined}
-const REFUSED: Admission = {ok: false}
 
 /**
  * Steps 1–3 of the pipeline (contract §3), outermost first: a declared body over the limit (413
@@ -42,14 +44,14 @@ export function createAdmission(deps: AdmissionDeps): Admit {
     if (declared !== undefined && Number(declared) > limit) {
       log.info('request refused', {reason: 'body too large', path})
       answerTooLarge(res, bodyTooLarge(limit).message)
-      return REFUSED
+      return {ok: false, reason: 'body too large'}
     }
     const origins = req.headers.origin === undefined ? undefined : req.headersDistinct.origin
     const decision = deps.originPolicy().check(origins)
     if (!decision.ok) {
       log.info('request refused', {reason: decision.reason, path})
       answer(res, 403, ORIGIN_REJECTED_BODY)
-      return REFUSED
+      return {ok: false, reason: decision.reason}
     }
     if (!authenticator) return NO_PRINCIPAL
     const auth = authorizationOf(req)
@@ -65,7 +67,10 @@ export function createAdmission(deps: AdmissionDeps): Admit {
           wireDescription(outcome),
         )
         answer(res, 401, a.body, a.headers)
-        return REFUSED
+        return {
+          ok: false,
+          reason: `${outcome.error}${outcome.reason ? ` (${outcome.reason})` : ''}`,
+        }
       })
   }
 }

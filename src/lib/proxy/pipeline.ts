@@ -16,6 +16,9 @@ export type PipelineFlags = ProxyFlags &
   RemoteAuthFlags & {
     'remote-forward-headers-secret'?: string[]
     'authz-config'?: string
+    'audit-log'?: string
+    'audit-include-args'?: boolean
+    'audit-redact-keys'?: string
   }
 
 export interface PipelineDeps {
@@ -74,6 +77,24 @@ export async function preparePipeline(
     }
     const {loadAuthzInterceptor} = await import('../authz/index.ts')
     config.interceptor = await loadAuthzInterceptor(flags['authz-config'], {logger})
+  }
+  // The audit file is opened now: a file another process writes, or a damaged chain, is found
+  // before anything listens.
+  if (flags['audit-log']) {
+    const {Auditor} = await import('../audit/auditor.ts')
+    config.auditor = new Auditor(
+      {
+        log: flags['audit-log'],
+        includeArgs: flags['audit-include-args'] === true,
+        redactKeys: (flags['audit-redact-keys'] ?? '')
+          .split(',')
+          .map((k) => k.trim())
+          .filter(Boolean),
+        workload: name,
+        target: flags['target-uri'],
+      },
+      logger,
+    )
   }
   // Remote OAuth (src/lib/oauth): flags and the secrets store are checked now, the login runs
   // once the port is bound, so a busy --port is reported before anyone is sent to a browser.

@@ -39,6 +39,8 @@ import {serveWellKnown, wellKnownDocument} from './well-known.ts'
 import {encodePrincipalField, PRINCIPAL_FIELD, principalKey} from '../sessions/principal-key.ts'
 import {SessionGuard, type GuardTicket} from '../sessions/session-guard.ts'
 import type {SessionLimits} from '../sessions/session-table.ts'
+import type {Auditor} from '../audit/auditor.ts'
+import {auditFacts, ms} from '../audit/request-facts.ts'
 
 export interface ProxyConfig {
   name: string
@@ -81,6 +83,8 @@ export interface ProxyConfig {
   timeouts?: UpstreamTimeouts
   /** Sessions per principal and in total, and their expiry (sessions/session-table.ts). */
   sessionLimits?: Partial<SessionLimits>
+  /** The audit trail (issue 35): a record per MCP message and per refusal. */
+  auditor?: Auditor
 }
 
 export interface ProxyDeps {
@@ -138,7 +142,10 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
   if (exchangeHeader) drop.add(exchangeHeader)
   // A body is read whole when something must see it: the interceptor, or a refreshing token
   // source that may replay it after a 401.
-  const mustSee = Boolean(config.interceptor || config.upstreamToken?.onUnauthorized)
+  const mustSee = Boolean(
+    config.interceptor || config.upstreamToken?.onUnauthorized || config.auditor,
+  )
+  const auditor = config.auditor
 
   const wellKnown = wellKnownDocument(
     config.resourceUrl,
@@ -167,10 +174,14 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = logPath(req.url)
+    const audit = auditor ? auditFacts(req) : undefined
+    const refused = (reason: string) =>
+      audit && auditor!.refused(audit, res.statusCode, reason, ms(audit))
     const badTarget = refusedRequestTarget(req.url)
     if (badTarget) {
       log.info('request refused', {reason: badTarget, path})
       answer(res, 400, JSON.stringify({error: badTarget}))
+      refused(badTarget)
       return
     }
     if (wellKnown && serveWellKnown(wellKnown, path, req.method ?? 'GET', res)) return
@@ -178,7 +189,8 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     // 1.–3. Body limit (declared), Origin, incoming authentication.
     let admission = admit(req, res, path)
     if (admission instanceof Promise) admission = await admission
-    if (!admission.ok) return
+    if (!admission.ok) return refused(admission.reason)
+    if (audit) audit.principal = admission.principal
 
     // 3b. The session named must be the caller's own (issue 30).
     let ticket: GuardTicket | undefined
@@ -187,7 +199,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       if (!outcome.ok) {
         const r = outcome.refusal
         answer(res, r.status, r.body, r.headers)
-        return
+        return refused('session not found for this caller')
       }
       ticket = outcome.ticket
       res.once('close', ticket.done)
@@ -195,7 +207,8 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
 
     let body = takeRequestBody(req, res, limit, mustSee, config.bodyIdleMs)
     if (body instanceof Promise) body = await body
-    if (body === REFUSED) return
+    if (body === REFUSED) return refused('request body refused')
+    if (audit) audit.body = body as Buffer | undefined
 
     const headers = requestHeadersForTarget(req.headers, drop)
     if (bridged) headers[PRINCIPAL_FIELD] = encodePrincipalField(principalKey(admission.principal))
@@ -213,10 +226,28 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       )
       if (decision.action === 'answer') {
         answer(res, decision.answer.status, decision.answer.body, decision.answer.headers)
+        if (audit && decision.answer.status === 403)
+          auditor!.request(audit, {
+            outcome: 'denied',
+            status: 403,
+            durationMs: ms(audit),
+            decision: decision.audit,
+          })
+        else refused(decision.audit?.reason ?? 'refused by authorization')
         return
       }
       rewrite = decision.rewriteResponse
+      if (audit) audit.decision = decision.audit
     }
+    if (audit)
+      res.once('close', () =>
+        auditor!.request(audit, {
+          outcome: res.statusCode < 400 && res.writableFinished ? 'success' : 'failure',
+          status: res.statusCode,
+          durationMs: ms(audit),
+          decision: audit.decision,
+        }),
+      )
 
     // 5./6. Outgoing credentials and injected headers.
     const state = trackClient(res, outgoingAuth)
@@ -302,6 +333,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
         await authenticator?.close().catch(() => undefined)
         await config.upstreamToken?.close?.().catch(() => undefined)
         await config.tokenExchange?.close().catch(() => undefined)
+        auditor?.close()
       })()
       return closing
     },

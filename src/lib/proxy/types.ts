@@ -48,8 +48,16 @@ export type ResponseRewriter = (
   headers?: ResponseHeaderFields,
 ) => TransformStream<Uint8Array, Uint8Array> | undefined
 
+/** How an interceptor decided, for the audit trail (issue 35): the deciding Cedar policies. */
+export interface DecisionFacts {
+  decision: 'allow' | 'deny'
+  policies?: string[]
+  reason?: string
+}
+
 export type InterceptDecision =
-  {action: 'forward'; rewriteResponse?: ResponseRewriter} | {action: 'answer'; answer: LocalAnswer}
+  | {action: 'forward'; rewriteResponse?: ResponseRewriter; audit?: DecisionFacts}
+  | {action: 'answer'; answer: LocalAnswer; audit?: DecisionFacts}
 
 /**
  * Runs after incoming authentication and before token exchange / forwarding (contract §3 order).

@@ -1,0 +1,133 @@
+import type {Principal} from '../auth/types.ts'
+import type {Logger} from '../log/logger.ts'
+import {AuditFile} from './file-sink.ts'
+import {mcpEventsOf, redactionPattern} from './mcp-events.ts'
+
+/**
+ * The audit trail of `proxy` and `run` (issue 35, docs/audit.md): one record per MCP message and
+ * one per refusal, to a hash-chained file (`--audit-log FILE`) or to stdout (`--audit-log -`).
+ * Writing is synchronous and bounded (a line per message); a sink that fails does not stop or slow
+ * traffic: the record is counted as dropped and the first failure of each run is logged.
+ */
+export interface AuditOptions {
+  /** A file path, or `-` for stdout. */
+  log: string
+  includeArgs?: boolean
+  /** More key names whose values are redacted from arguments. */
+  redactKeys?: string[]
+  /** The workload or proxy name, and where it forwards to. */
+  workload: string
+  target: string
+}
+
+export interface RequestFacts {
+  httpMethod: string
+  body: Buffer | undefined
+  principal: Principal | undefined
+  sessionId: string | undefined
+  requestId: string
+  traceId?: string | undefined
+}
+
+export interface Outcome {
+  outcome: 'success' | 'failure' | 'denied'
+  status: number
+  durationMs: number
+  decision?: {decision: 'allow' | 'deny'; policies?: string[]; reason?: string} | undefined
+}
+
+export class Auditor {
+  private readonly file: AuditFile | undefined
+  private readonly options: AuditOptions
+  private readonly logger: Logger
+  private readonly redact: RegExp
+  dropped = 0
+
+  constructor(options: AuditOptions, logger: Logger) {
+    this.options = options
+    this.logger = logger
+    this.redact = redactionPattern(options.redactKeys)
+    this.file = options.log === '-' ? undefined : new AuditFile(options.log)
+  }
+
+  /** The records of one answered request: one per message it carried. */
+  request(facts: RequestFacts, outcome: Outcome): void {
+    const events = mcpEventsOf(facts.httpMethod, facts.body, {
+      include: this.options.includeArgs === true,
+      redact: this.redact,
+    })
+    for (const e of events) {
+      this.write({
+        event: outcome.outcome === 'denied' ? 'authz_denied' : e.event,
+        ...(outcome.outcome === 'denied' ? {mcpEvent: e.event} : {}),
+        outcome: outcome.outcome,
+        ...this.who(facts.principal),
+        method: e.method,
+        ...(e.name !== undefined ? {name: e.name} : {}),
+        ...(e.args !== undefined ? {args: e.args} : {}),
+        ...(outcome.decision ? {decision: outcome.decision} : {}),
+        status: outcome.status,
+        durationMs: outcome.durationMs,
+        ...this.ids(facts, e.id),
+      })
+    }
+  }
+
+  /** A request refused before anything was forwarded (authentication, Origin, limits). */
+  refused(facts: RequestFacts, status: number, reason: string, durationMs: number): void {
+    this.write({
+      event: status === 401 ? 'auth_failure' : 'request_refused',
+      outcome: 'failure',
+      principal: null,
+      reason,
+      status,
+      durationMs,
+      ...this.ids(facts, undefined),
+    })
+  }
+
+  close(): void {
+    this.file?.close()
+  }
+
+  private who(p: Principal | undefined) {
+    if (!p) return {principal: null}
+    const c = p.claims
+    const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
+    const groups = Array.isArray(c.groups)
+      ? c.groups.filter((g) => typeof g === 'string')
+      : undefined
+    return {
+      principal: {
+        issuer: str(c.iss) ?? p.provider,
+        subject: p.subject,
+        ...((str(c.client_id) ?? str(c.azp)) ? {clientId: str(c.client_id) ?? str(c.azp)} : {}),
+        ...(groups?.length ? {groups} : {}),
+      },
+    }
+  }
+
+  private ids(facts: RequestFacts, id: string | number | undefined) {
+    return {
+      workload: this.options.workload,
+      target: this.options.target,
+      requestId: facts.requestId,
+      ...(id !== undefined ? {jsonrpcId: id} : {}),
+      ...(facts.sessionId ? {sessionId: facts.sessionId.slice(0, 200)} : {}),
+      ...(facts.traceId ? {traceId: facts.traceId} : {}),
+    }
+  }
+
+  private write(fields: Record<string, unknown>): void {
+    const record = {time: new Date().toISOString(), ...fields}
+    try {
+      if (this.file) this.file.write(record)
+      else process.stdout.write(JSON.stringify(record) + '\n')
+    } catch (err) {
+      if (this.dropped++ === 0)
+        this.logger.error('audit record not written (counted as dropped from now on)', {
+          error: (err as Error).message,
+        })
+    }
+  }
+}

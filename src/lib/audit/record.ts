@@ -1,0 +1,45 @@
+import {createHash} from 'node:crypto'
+
+/**
+ * One audit record on one line, sealed into a hash chain (issue 35): each record carries its
+ * sequence number, the hash of the record before it (`prev`) and its own hash, the SHA-256 of the
+ * line's text without the `hash` field. The line is built, not re-serialised, so the hash covers
+ * exactly the bytes on disk: an edited, removed or reordered record breaks the chain, and
+ * `toolgate audit verify` names the first one.
+ */
+export const GENESIS = '0'.repeat(64)
+
+const SEALED = /,"hash":"([0-9a-f]{64})"\}$/
+
+export function sealRecord(
+  fields: Record<string, unknown>,
+  seq: number,
+  prev: string,
+): {line: string; hash: string} {
+  const body = JSON.stringify({...fields, seq, prev})
+  const hash = createHash('sha256').update(body).digest('hex')
+  return {line: `${body.slice(0, -1)},"hash":"${hash}"}`, hash}
+}
+
+export type OpenedRecord =
+  | {ok: true; seq: number; prev: string; hash: string; fields: Record<string, unknown>}
+  | {ok: false; problem: string}
+
+/** Reads a sealed line back and checks its own hash (not yet its place in the chain). */
+export function openRecord(line: string): OpenedRecord {
+  const m = SEALED.exec(line)
+  if (!m) return {ok: false, problem: 'not a sealed audit record (no hash at its end)'}
+  const body = `${line.slice(0, m.index)}}`
+  let fields: Record<string, unknown>
+  try {
+    fields = JSON.parse(body) as Record<string, unknown>
+  } catch {
+    return {ok: false, problem: 'not JSON'}
+  }
+  const hash = createHash('sha256').update(body).digest('hex')
+  if (hash !== m[1]) return {ok: false, problem: 'changed (its hash does not match its content)'}
+  const {seq, prev} = fields
+  if (typeof seq !== 'number' || typeof prev !== 'string')
+    return {ok: false, problem: 'no seq or prev field'}
+  return {ok: true, seq, prev, hash, fields}
+}

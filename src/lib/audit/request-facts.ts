@@ -1,0 +1,29 @@
+import {randomUUID} from 'node:crypto'
+import type {IncomingMessage} from 'node:http'
+import type {RequestFacts} from './auditor.ts'
+import type {DecisionFacts} from '../proxy/types.ts'
+
+/** What the audit trail needs of one request, filled in as the pipeline learns it. */
+export type AuditFacts = RequestFacts & {started: number; decision?: DecisionFacts | undefined}
+
+// W3C trace context: version 00, a 32-hex trace id (not all zeros), a 16-hex parent id, flags.
+const TRACEPARENT = /^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/
+
+export function auditFacts(req: IncomingMessage): AuditFacts {
+  const session = req.headers['mcp-session-id']
+  const trace = TRACEPARENT.exec(String(req.headers.traceparent ?? ''))?.[1]
+  return {
+    httpMethod: (req.method ?? 'GET').toUpperCase(),
+    body: undefined,
+    principal: undefined,
+    sessionId: typeof session === 'string' ? session : undefined,
+    requestId: randomUUID(),
+    traceId: trace && !/^0+$/.test(trace) ? trace : undefined,
+    started: performance.now(),
+  }
+}
+
+/** Milliseconds since the request arrived, to a tenth. */
+export function ms(facts: AuditFacts): number {
+  return Math.round((performance.now() - facts.started) * 10) / 10
+}
