@@ -225,6 +225,13 @@ const ROWS: Record<string, Row[]> = {
       why: 'nothing written for it: says so',
     },
   ],
+  'audit:verify': [
+    {
+      argv: (d) => ['audit', 'verify', join(d, 'no-audit.log')],
+      expect: {ends: 78},
+      why: 'a missing file ends at once',
+    },
+  ],
   'doctor:network': [
     {argv: () => ['doctor', 'network'], expect: {ends: 0}, why: 'prints the settings and ends'},
   ],
