@@ -23,15 +23,22 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
 
 export async function load(
   url: string,
-  opts: {connections?: number; seconds?: number; headers?: Record<string, string>} = {},
+  opts: {
+    connections?: number
+    seconds?: number
+    headers?: Record<string, string>
+    /** A POST with this body (default: GET). */
+    body?: string
+  } = {},
 ): Promise<LoadResult> {
   if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)[:/]/.test(url))
     throw new Error(`loopback only: ${url}`)
   const connections = opts.connections ?? 64
   // Warm-up (JIT, caches, connection setup) is not measured.
   const headers = opts.headers ?? {}
-  await autocannon({url, connections, duration: 1, headers})
-  const r = await autocannon({url, connections, duration: opts.seconds ?? 4, headers})
+  const request = opts.body === undefined ? {} : {method: 'POST', body: opts.body}
+  await autocannon({url, connections, duration: 1, headers, ...request})
+  const r = await autocannon({url, connections, duration: opts.seconds ?? 4, headers, ...request})
   return {
     rps: r.requests.average,
     p50: r.latency.p50,

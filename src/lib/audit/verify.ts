@@ -61,7 +61,8 @@ export function verifyAuditChain(files: string[]): VerifyResult {
         return fail(file, i + 1, `reordered (seq ${r.seq} after seq ${prevSeq})`, r.seq)
       } else if (r.seq !== prevSeq + 1) {
         // A record skipped here but found further on was moved, not removed.
-        const later = lines.slice(i + 1).some((l) => l.includes(`"seq":${prevSeq + 1},"prev"`))
+        const missing = `"seq":${prevSeq + 1},"prev"`
+        const later = lines.slice(i + 1).some((l) => l.includes(missing))
         const what = later
           ? `reordered (seq ${r.seq} comes before seq ${prevSeq + 1})`
           : `records ${prevSeq + 1}–${r.seq - 1} before it were removed`
