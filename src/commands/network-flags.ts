@@ -21,6 +21,12 @@ export const networkFlags = {
       'PEM file of certificate authorities to trust for outbound TLS, added to the defaults.',
     helpGroup: 'NETWORK',
   }),
+  'proxy-dns': Flags.boolean({
+    description:
+      'Let the proxy resolve names this machine cannot (otherwise such a name is refused where private destinations are).',
+    default: false,
+    helpGroup: 'NETWORK',
+  }),
   'use-system-ca': Flags.boolean({
     description: "Trust the operating system's certificate store too.",
     default: false,

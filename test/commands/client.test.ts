@@ -9,6 +9,7 @@ import assert from 'node:assert/strict'
 import {spawn} from 'node:child_process'
 import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {mkdtemp, rm} from 'node:fs/promises'
+import {createServer as createHttpServer} from 'node:http'
 import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
@@ -289,7 +290,28 @@ describe('proxy stdio follows its workload', () => {
         squatter.close()
       }
 
+      // Stopped, its port taken by another program: nothing the client sends goes there.
+      const stoppedPort = JSON.parse(
+        readFileSync(join(home, 'state/toolgate/workloads/ev.json'), 'utf8'),
+      ).port
       assert.equal((await cli(['stop', 'ev'], home, ENV)).code, 0)
+      const heard: string[] = []
+      const impostor = createHttpServer((req, res) => {
+        heard.push(`${req.method} ${req.url}`)
+        res.writeHead(200, {'content-type': 'application/json'}).end('{}')
+      })
+      await new Promise<void>((r) => impostor.listen(stoppedPort, '127.0.0.1', r))
+      try {
+        await assert.rejects(
+          client.callTool({name: 'echo', arguments: {message: 'secret'}}, undefined, {
+            timeout: 20_000,
+          }),
+          /workload "ev" is not running/,
+        )
+        assert.deepEqual(heard, [], 'the program on the old port heard nothing')
+      } finally {
+        impostor.close()
+      }
       const startedAt = Date.now()
       await assert.rejects(
         client.callTool({name: 'echo', arguments: {message: 'lost'}}),

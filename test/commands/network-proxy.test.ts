@@ -98,6 +98,8 @@ describe('outbound proxy and private CA', {skip}, () => {
         proxy.url,
         '--ca-cert',
         pki.caCertPath,
+        // Only the proxy can resolve *.corp.test here: the SSRF guard may leave names to it.
+        '--proxy-dns',
         '--json',
       ],
       home,

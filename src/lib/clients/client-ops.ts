@@ -1,5 +1,6 @@
 import {ToolgateError, isToolgateError} from '../errors.ts'
 import {clientById, type ClientContext, type ClientDef, type Scope} from './catalog.ts'
+import {resolveConfigPath} from './config-file.ts'
 import {editEntry, type EntryChange} from './edit-entry.ts'
 import {
   readRegistrations,
@@ -44,8 +45,8 @@ export async function addToClients(options: AddOptions): Promise<ClientResult[]>
   const results: ClientResult[] = []
   for (const client of options.clients) {
     const base = {client: client.id, name: client.name, entry: name}
-    const file = client.file(options.scope, options.ctx)
-    if (!file) {
+    const given = client.file(options.scope, options.ctx)
+    if (!given) {
       results.push({
         ...base,
         change: 'skipped',
@@ -54,6 +55,8 @@ export async function addToClients(options: AddOptions): Promise<ClientResult[]>
       continue
     }
     const plan = planEntry(client, target, options.via, options.env)
+    // Records name the real file (a symlinked config is one file, however it is reached).
+    const file = await resolveConfigPath(given)
     try {
       const mine = owned.some((r) => sameEntry(r, {client: client.id, file, entry: name}))
       const {change, path} = await editEntry(client, file, name, plan.value, {
@@ -90,6 +93,8 @@ export async function addToClients(options: AddOptions): Promise<ClientResult[]>
 export interface RemoveOptions {
   /** A workload name, or an entry name. */
   name: string
+  /** `workload`: only the workload's own entries (rm --unregister), never another's entry of that name. */
+  by?: 'workload' | 'any'
   clients?: ClientDef[] | undefined
   env: NodeJS.ProcessEnv
 }
@@ -98,7 +103,7 @@ export interface RemoveOptions {
 export async function removeFromClients(options: RemoveOptions): Promise<ClientResult[]> {
   const mine = (await readRegistrations(options.env)).filter(
     (r) =>
-      (r.workload === options.name || r.entry === options.name) &&
+      (r.workload === options.name || (options.by !== 'workload' && r.entry === options.name)) &&
       (!options.clients?.length || options.clients.some((c) => c.id === r.client)),
   )
   const results: ClientResult[] = []

@@ -1,6 +1,17 @@
 import {constants} from 'node:fs'
-import {copyFile, mkdir, open, readFile, realpath, stat, unlink} from 'node:fs/promises'
-import {dirname} from 'node:path'
+import {randomBytes} from 'node:crypto'
+import {
+  copyFile,
+  mkdir,
+  open,
+  readFile,
+  readlink,
+  realpath,
+  rename,
+  stat,
+  unlink,
+} from 'node:fs/promises'
+import {basename, dirname, join, resolve} from 'node:path'
 import {ToolgateError} from '../errors.ts'
 import {atomicWriteFile} from '../fs/atomic-write.ts'
 import {pidAlive} from '../workloads/state.ts'
@@ -23,8 +34,33 @@ export interface ConfigText {
   mode: number | undefined
 }
 
+/**
+ * The file a config path really is: symlinks followed, also a dangling one (a dotfiles link whose
+ * target is not written yet), so the lock, the ownership records and the write all name one file.
+ */
+export async function resolveConfigPath(file: string): Promise<string> {
+  let path = file
+  for (let hops = 0; hops < 16; hops++) {
+    try {
+      return await realpath(path)
+    } catch {
+      // Missing: a dangling link is followed by hand; anything else is the path itself.
+    }
+    let target: string
+    try {
+      target = await readlink(path)
+    } catch {
+      // Not a link: its folder may be one (realpath of the folder keeps names consistent).
+      const dir = await realpath(dirname(path)).catch(() => dirname(path))
+      return join(dir, basename(path))
+    }
+    path = resolve(dirname(path), target)
+  }
+  throw new ToolgateError('ERR_FILE_UNREADABLE', `${file}: too many levels of symbolic links`)
+}
+
 export async function readConfigText(file: string): Promise<ConfigText> {
-  const path = await realpath(file).catch(() => file)
+  const path = await resolveConfigPath(file)
   try {
     const [text, info] = await Promise.all([readFile(path, 'utf8'), stat(path)])
     if (!info.isFile()) throw new Error('not a regular file')
@@ -57,11 +93,13 @@ export function backupPath(path: string): string {
 /** Runs `work` holding the file's lock; a second toolgate waits up to 5 s, then gives up. */
 export async function withFileLock<T>(file: string, work: () => Promise<T>): Promise<T> {
   const lock = `${file}.toolgate-lock`
+  // Our own token in the lock: it is released only while it is still ours.
+  const token = `${process.pid} ${randomBytes(8).toString('hex')}`
   const deadline = Date.now() + LOCK_WAIT_MS
   for (;;) {
     try {
       const handle = await open(lock, 'wx', 0o600)
-      await handle.writeFile(String(process.pid))
+      await handle.writeFile(token)
       await handle.close()
       break
     } catch (err) {
@@ -73,7 +111,16 @@ export async function withFileLock<T>(file: string, work: () => Promise<T>): Pro
       }
       if (code !== 'EEXIST') throw err
       if (await staleLock(lock)) {
-        await unlink(lock).catch(() => undefined)
+        // Claimed by a rename, which only one waiter can win; the winner then removes it. (Two
+        // waiters that both unlinked could each delete the other's fresh lock.)
+        const claimed = `${lock}.stale-${randomBytes(6).toString('hex')}`
+        if (
+          await rename(lock, claimed).then(
+            () => true,
+            () => false,
+          )
+        )
+          await unlink(claimed).catch(() => undefined)
         continue
       }
       if (Date.now() > deadline)
@@ -87,13 +134,14 @@ export async function withFileLock<T>(file: string, work: () => Promise<T>): Pro
   try {
     return await work()
   } finally {
-    await unlink(lock).catch(() => undefined)
+    if ((await readFile(lock, 'utf8').catch(() => '')) === token)
+      await unlink(lock).catch(() => undefined)
   }
 }
 
 async function staleLock(lock: string): Promise<boolean> {
   try {
-    const pid = Number((await readFile(lock, 'utf8')).trim())
+    const pid = Number((await readFile(lock, 'utf8')).trim().split(' ')[0])
     if (Number.isInteger(pid) && pid > 0) return !pidAlive(pid)
     return Date.now() - (await stat(lock)).mtimeMs > STALE_MS
   } catch {

@@ -1,7 +1,7 @@
 import {isDeepStrictEqual} from 'node:util'
 import {ToolgateError} from '../errors.ts'
 import type {ClientDef} from './catalog.ts'
-import {readConfigText, withFileLock, writeConfigText} from './config-file.ts'
+import {readConfigText, resolveConfigPath, withFileLock, writeConfigText} from './config-file.ts'
 import {editChecked, openServersDoc} from './servers-doc.ts'
 
 export type EntryChange = 'added' | 'updated' | 'unchanged' | 'removed' | 'absent'
@@ -20,10 +20,12 @@ export async function editEntry(
   value: Record<string, unknown> | undefined,
   options: {owned: boolean; force?: boolean; expect?: unknown},
 ): Promise<{change: EntryChange; path: string}> {
-  return withFileLock(file, async () => {
-    const config = await readConfigText(file)
+  const real = await resolveConfigPath(file)
+  return withFileLock(real, async () => {
+    const config = await readConfigText(real)
     const doc = openServersDoc(client, config.path, config.text)
-    const existing = doc.entries[name]
+    // Own entries only: "constructor" or "toString" are names a user may choose.
+    const existing = Object.hasOwn(doc.entries, name) ? doc.entries[name] : undefined
     const done = (change: EntryChange) => ({change, path: config.path})
     if (value === undefined && existing === undefined) return done('absent')
     if (value !== undefined && isDeepStrictEqual(existing, value)) return done('unchanged')

@@ -1,6 +1,4 @@
 import {
-  applyEdits,
-  modify,
   parseTree,
   printParseErrorCode,
   type FormattingOptions,
@@ -26,12 +24,10 @@ export function jsonServers(file: string, text: string | undefined, key: string[
   const entries = (servers ? valueOf(servers) : {}) as Record<string, unknown>
   const rootValue = (root ? valueOf(root) : {}) as Record<string, unknown>
   const formatting = formattingOf(source)
-  const edit = (name: string, value: unknown) => {
-    if (value !== undefined) return setProperty(source, root, [...key, name], value, formatting)
-    // A removal without formatting: jsonc-parser would re-indent the neighbouring lines.
-    const next = applyEdits(source, modify(source, [...key, name], undefined, {}))
-    return next
-  }
+  const edit = (name: string, value: unknown) =>
+    value !== undefined
+      ? setProperty(source, root, [...key, name], value, formatting)
+      : removeProperty(source, servers, name)
   return {
     entries,
     root: rootValue,
@@ -130,21 +126,75 @@ function setProperty(
   const nested = nest(path.slice(depth + 1), value)
   const last = node.children?.at(-1)
   if (!last) {
+    // An empty object: the new property goes first; whatever was inside (a comment) stays after it.
     const outer = indentAt(text, node.offset)
     const inner = outer + unit
-    const body = fmt.eol + inner + property + render(nested, inner) + fmt.eol + outer
+    const rest = text.slice(node.offset + 1, node.offset + node.length - 1)
+    const body =
+      fmt.eol + inner + property + render(nested, inner) + (rest.trim() ? rest : fmt.eol + outer)
     return text.slice(0, node.offset + 1) + body + text.slice(node.offset + node.length - 1)
   }
   const indent = indentAt(text, last.offset)
   const end = last.offset + last.length
-  const gap = /^(?:\s|\/\/[^\n]*|\/\*[\s\S]*?\*\/)*/.exec(text.slice(end))![0]
+  const gap = GAP.exec(text.slice(end))![0]
   const trailingComma = text[end + gap.length] === ','
   const line = property + render(nested, indent)
   if (trailingComma) {
     const at = end + gap.length + 1
     return text.slice(0, at) + fmt.eol + indent + line + ',' + text.slice(at)
   }
+  // A comment after the last property on its line stays with it: the new line goes below it.
+  const eolAt = text.indexOf('\n', end)
+  if (eolAt !== -1 && LINE_REST.test(text.slice(end, eolAt)))
+    return (
+      text.slice(0, end) +
+      ',' +
+      text.slice(end, eolAt + 1) +
+      indent +
+      line +
+      fmt.eol +
+      text.slice(eolAt + 1)
+    )
   return text.slice(0, end) + ',' + fmt.eol + indent + line + text.slice(end)
+}
+
+// Whitespace and comments between two tokens; the rest of a line that holds only a comment.
+const GAP = /^(?:\s|\/\/[^\n]*|\/\*[\s\S]*?\*\/)*/
+const LINE_REST = /^[ \t]*(?:\/\/[^\n]*|\/\*[^\n]*?\*\/[ \t]*)?\r?$/
+
+/**
+ * Removes one property touching nothing else: its own line(s) go when it has them to itself,
+ * with its own comma; a comment on a neighbour's line, or above the next property, stays.
+ */
+function removeProperty(text: string, object: Node | undefined, name: string): string {
+  const props = object?.children ?? []
+  const index = props.findIndex((p) => p.children?.[0]?.value === name)
+  if (index === -1) return text
+  const prop = props[index]!
+  let start = prop.offset
+  let end = prop.offset + prop.length
+  // Its own comma after it (skipping comments between value and comma).
+  const gap = GAP.exec(text.slice(end))![0]
+  let commaBefore: number | undefined
+  if (text[end + gap.length] === ',') end += gap.length + 1
+  else if (index > 0) {
+    // The last property: the comma before it (after the previous one) goes instead.
+    const prev = props[index - 1]!
+    const prevEnd = prev.offset + prev.length
+    const at = prevEnd + GAP.exec(text.slice(prevEnd))![0].length
+    if (text[at] === ',') commaBefore = at
+  }
+  // Alone on its line(s): the whole lines go, indentation and line end included
+  const lineStart = text.lastIndexOf('\n', start - 1) + 1
+  const eolAt = text.indexOf('\n', end)
+  const aloneBefore = /^[ \t]*$/.test(text.slice(lineStart, start))
+  // (A comment after it on its own line is about it, and goes with it.)
+  if (aloneBefore && eolAt !== -1 && LINE_REST.test(text.slice(end, eolAt))) {
+    start = lineStart
+    end = eolAt + 1
+  }
+  const out = text.slice(0, start) + text.slice(end)
+  return commaBefore === undefined ? out : out.slice(0, commaBefore) + out.slice(commaBefore + 1)
 }
 
 function nest(path: string[], value: unknown): unknown {

@@ -21,7 +21,7 @@ export function tomlServers(file: string, text: string | undefined): ServersDoc 
   const edit = (name: string, value: Record<string, unknown> | undefined) => {
     const lines = source === '' ? [] : source.split(eol)
     const sections = sectionsOf(lines, name)
-    if (sections.length === 0 && name in entries)
+    if (sections.length === 0 && Object.hasOwn(entries, name))
       throw new ToolgateError(
         'ERR_CONFIG_INVALID',
         `${file}: the "${name}" server is not written as a [mcp_servers.${name}] table; edit it by hand (nothing was changed)`,

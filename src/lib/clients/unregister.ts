@@ -28,7 +28,10 @@ export async function afterRemove(
     }
   }
   if (remove)
-    return reportClientResults(await removeFromClients({name, env: process.env}), options.out)
+    return reportClientResults(
+      await removeFromClients({name, by: 'workload', env: process.env}),
+      options.out,
+    )
   const line = `${name}: ${entries.length} client entr${entries.length === 1 ? 'y' : 'ies'} kept (remove with 'toolgate client remove ${name}')`
   if (options.out.json)
     options.out.stdout(JSON.stringify({event: 'client-entries-kept', name, count: entries.length}))

@@ -140,7 +140,13 @@ export function validateServeConfig(
 /** `network: {proxy, noProxy, caCertPath, useSystemCa}` (docs/network.md). */
 function checkNetwork(c: Checker, value: unknown, baseDir: string): NetworkOptions | undefined {
   if (value === undefined || value === null) return undefined
-  const o = c.object(value, 'network', ['proxy', 'noProxy', 'caCertPath', 'useSystemCa'])
+  const o = c.object(value, 'network', [
+    'proxy',
+    'noProxy',
+    'caCertPath',
+    'useSystemCa',
+    'proxyDns',
+  ])
   if (!o) return undefined
   const proxyUrl = c.string(o.proxy, 'network.proxy', {nonEmpty: true})
   if (proxyUrl !== undefined && !/^https?:\/\/[^/\s]+\/?$/i.test(proxyUrl))
@@ -148,11 +154,13 @@ function checkNetwork(c: Checker, value: unknown, baseDir: string): NetworkOptio
   const noProxy = c.string(o.noProxy, 'network.noProxy')
   const caCert = checkReadableFile(c, o.caCertPath, 'network.caCertPath', baseDir)
   const useSystemCa = c.boolean(o.useSystemCa, 'network.useSystemCa')
+  const proxyDns = c.boolean(o.proxyDns, 'network.proxyDns')
   return {
     ...(proxyUrl !== undefined ? {proxyUrl} : {}),
     ...(noProxy !== undefined ? {noProxy} : {}),
     ...(caCert !== undefined ? {caCert} : {}),
     ...(useSystemCa !== undefined ? {useSystemCa} : {}),
+    ...(proxyDns !== undefined ? {proxyDns} : {}),
   }
 }
 

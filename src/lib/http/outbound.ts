@@ -133,7 +133,8 @@ export function createOutboundClient(options: OutboundOptions = {}): OutboundCli
     const proxy = proxyFor(network, target)
     try {
       // Through a proxy the socket goes to the proxy: the destination is checked here instead.
-      if (proxy && !allowPrivate) await checkDestination(target.hostname, baseLookup)
+      if (proxy && !allowPrivate)
+        await checkDestination(target.hostname, baseLookup, {proxyDns: network.proxyDns, signal})
       return await undiciFetch(target, {
         method: init.method ?? 'GET',
         headers: init.headers as Record<string, string> | undefined,
@@ -183,10 +184,16 @@ export function createOutboundClient(options: OutboundOptions = {}): OutboundCli
 
 /**
  * The SSRF guard for a request sent through a proxy: a literal address is checked as it is; a
- * name is resolved here and refused when any address is blocked. A name this machine cannot
- * resolve goes on to the proxy, which resolves it (in a proxied network that is the usual case).
+ * name is resolved here (within the request's time) and refused when any address is blocked. A
+ * name this machine cannot resolve cannot be checked, so it is refused too — unless `--proxy-dns`
+ * says the proxy alone knows such names. (The proxy resolves the name again when it connects: a
+ * name that changes its answer in between is not caught; docs/network.md says so.)
  */
-async function checkDestination(hostname: string, lookup: LookupFunction): Promise<void> {
+async function checkDestination(
+  hostname: string,
+  lookup: LookupFunction,
+  options: {proxyDns: boolean; signal: AbortSignal},
+): Promise<void> {
   const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname
   if (isIpLiteral(host)) {
     const range = blockedRange(host)
@@ -194,12 +201,23 @@ async function checkDestination(hostname: string, lookup: LookupFunction): Promi
     return
   }
   const guarded = guardedLookup(lookup)
-  await new Promise<void>((resolve, reject) =>
+  const outcome = await new Promise<Error | null>((resolve) => {
+    const onAbort = () => resolve(options.signal.reason as Error)
+    options.signal.addEventListener('abort', onAbort, {once: true})
     guarded(host, {all: true}, (err: NodeJS.ErrnoException | null) => {
-      if (err instanceof ToolgateError) reject(err)
-      else resolve()
-    }),
-  )
+      options.signal.removeEventListener('abort', onAbort)
+      resolve(err)
+    })
+  })
+  if (outcome === null) return
+  if (outcome instanceof ToolgateError) throw outcome
+  if (options.signal.aborted) throw outcome
+  if (!options.proxyDns)
+    throw new ToolgateError(
+      'ERR_OUTBOUND_BLOCKED',
+      `outbound request to ${host} refused: the name cannot be resolved here, so its address cannot be checked against private ranges; pass --proxy-dns (network.proxyDns) to let the proxy resolve names only it knows`,
+      {details: {host}},
+    )
 }
 
 function isIpLiteral(host: string): boolean {

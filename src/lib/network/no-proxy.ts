@@ -59,9 +59,14 @@ function parseEntry(entry: string): Entry | undefined {
     block.addSubnet(cidr[1]!, bits, family)
     return {block, ...(port !== undefined ? {port} : {})}
   }
-  if (isIP(text)) return {ip: normalize(text), ...(port !== undefined ? {port} : {})}
+  if (isIP(text)) return {ip: canonicalIp(text), ...(port !== undefined ? {port} : {})}
   const name = normalize(text.replace(/^\*?\./, ''))
   return name ? {name, ...(port !== undefined ? {port} : {})} : undefined
+}
+
+/** An address as URL parsing writes it (`FE80::0001` → `fe80::1`), as target hosts come. */
+function canonicalIp(ip: string): string {
+  return normalize(new URL(`http://${isIP(ip) === 6 ? `[${ip}]` : ip}/`).hostname)
 }
 
 function normalize(host: string): string {
@@ -73,7 +78,11 @@ function normalize(host: string): string {
 export function isLoopbackHost(hostname: string): boolean {
   const host = normalize(hostname)
   if (host === 'localhost' || host.endsWith('.localhost')) return true
-  if (isIP(host) === 4) return host.startsWith('127.')
-  if (isIP(host) === 6) return host === '::1' || /^::ffff:127\./.test(host)
+  if (isIP(host) === 4) return host.startsWith('127.') || host === '0.0.0.0'
+  // ::1, ::, and 127.0.0.0/8 mapped into IPv6 (URLs write ::ffff:7f00:1).
+  if (isIP(host) === 6) {
+    const c = canonicalIp(host)
+    return c === '::1' || c === '::' || /^::ffff:7f[0-9a-f]{2}:/.test(c) || /^::ffff:127\./.test(c)
+  }
   return false
 }

@@ -19,6 +19,11 @@ export interface NetworkSettings {
   ca?: string[]
   /** What is trusted, in words, for TLS errors and `doctor network`. */
   trust: string[]
+  /**
+   * Names this machine cannot resolve may still go to the proxy (which resolves them) where
+   * private destinations are refused. Off: such a name cannot be checked, so it is refused.
+   */
+  proxyDns: boolean
 }
 
 export interface NetworkOptions {
@@ -30,6 +35,8 @@ export interface NetworkOptions {
   caCert?: string | undefined
   /** `--use-system-ca` / `network.useSystemCa`: the operating system's trust store too. */
   useSystemCa?: boolean | undefined
+  /** `--proxy-dns` / `network.proxyDns`: let the proxy resolve names this machine cannot. */
+  proxyDns?: boolean | undefined
 }
 
 export function networkSettings(
@@ -70,10 +77,14 @@ export function networkSettings(
     noProxyText,
     ...(ca ? {ca} : {}),
     trust,
+    proxyDns: options.proxyDns === true,
   }
 }
 
-/** The lower-case variable wins, as curl reads them; the name says which one was used. */
+/**
+ * Both spellings are read (curl ignores upper-case HTTP_PROXY, against CGI's HTTPOXY; toolgate is
+ * no CGI program); the lower-case one wins. The name says which one was used.
+ */
 function envPair(env: NodeJS.ProcessEnv, lower: string): [string, string | undefined] {
   if (env[lower]) return [lower, env[lower]]
   const upper = lower.toUpperCase()
@@ -123,6 +134,8 @@ export function redactProxy(url: URL): string {
     shown.username = '***'
     shown.password = ''
   }
+  shown.search = ''
+  shown.hash = ''
   return shown.origin === 'null' ? shown.href : shown.href.replace(/\/$/, '')
 }
 
@@ -159,6 +172,7 @@ export interface NetworkFlagValues {
   'no-proxy'?: string | undefined
   'ca-cert'?: string | undefined
   'use-system-ca'?: boolean | undefined
+  'proxy-dns'?: boolean | undefined
 }
 
 /** The network flags of a command, over its config file's `network`, applied to this process. */
@@ -171,5 +185,6 @@ export function configureFromFlags(
     noProxy: flags['no-proxy'] ?? config.noProxy,
     caCert: flags['ca-cert'] ?? config.caCert,
     useSystemCa: flags['use-system-ca'] || config.useSystemCa,
+    proxyDns: flags['proxy-dns'] || config.proxyDns,
   })
 }

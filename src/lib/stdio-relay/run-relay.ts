@@ -91,7 +91,13 @@ export async function runStdioRelay(input: StdioRelayInput): Promise<void> {
     ...(workload
       ? {
           follow: {
-            resolve: async () => new URL((await findRunningWorkload(workload)).url),
+            resolve: async () => {
+              const state = await findRunningWorkload(workload)
+              return {
+                url: new URL(state.url),
+                identity: `${state.supervisorPid}:${state.supervisorStart ?? ''}`,
+              }
+            },
             timeoutMs: input.reconnectTimeoutMs ?? 30_000,
           },
         }

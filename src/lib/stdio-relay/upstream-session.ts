@@ -29,15 +29,29 @@ export interface UpstreamOptions {
    * A workload target (issue 33): where it listens now, asked again on every reconnect, and how
    * long to wait for it to come back (a `stop`/`run` or a restart) before a request fails.
    */
-  follow?: {resolve: () => Promise<URL>; timeoutMs: number}
+  follow?: {resolve: () => Promise<FollowedTarget>; timeoutMs: number}
+}
+
+/** Where a followed workload is now, and which run of it (its supervisor process). */
+export interface FollowedTarget {
+  url: URL
+  /** Changes when the workload is stopped and run again, even on the same port. */
+  identity: string
 }
 
 const REPLAY_ID = '__toolgate_reinitialize'
 const RETRIES = 5
+const NO_RECONNECT = {
+  maxRetries: 0,
+  initialReconnectionDelay: 1000,
+  maxReconnectionDelay: 1000,
+  reconnectionDelayGrowFactor: 1,
+}
 
 export class UpstreamSession {
   private transport: Transport | undefined
-  private transportUrl: string | undefined
+  /** The followed workload run the transport talks to (url + identity). */
+  private transportTarget: string | undefined
   private kind: Exclude<TransportKind, 'auto'> | undefined
   private initialize: JSONRPCMessage | undefined
   private initialized = false
@@ -130,15 +144,21 @@ export class UpstreamSession {
     if (this.transport) return this.transport
     this.kind ??= 'streamable-http'
     const {fetch} = this.options
-    const url = this.options.follow ? await this.options.follow.resolve() : this.options.url
+    const followed = this.options.follow ? await this.options.follow.resolve() : undefined
+    const url = followed?.url ?? this.options.url
     const transport: Transport =
       this.kind === 'sse'
         ? new SSEClientTransport(url, {fetch, eventSourceInit: {fetch}})
-        : new StreamableHTTPClientTransport(url, {fetch})
+        : new StreamableHTTPClientTransport(url, {
+            fetch,
+            // A followed workload's old address may be someone else's once it stops: the SDK must
+            // not reconnect there on its own; the next message re-resolves and re-initializes.
+            ...(followed ? {reconnectionOptions: NO_RECONNECT} : {}),
+          })
     transport.onmessage = (message) => this.received(message)
     transport.onerror = (err) => this.options.logger.debug('transport error', {error: err.message})
     this.transport = transport
-    this.transportUrl = url.href
+    this.transportTarget = followed ? `${followed.url.href} ${followed.identity}` : undefined
     await transport.start()
     if (this.protocolVersion) transport.setProtocolVersion?.(this.protocolVersion)
     return transport
@@ -168,15 +188,20 @@ export class UpstreamSession {
   }
 
   /**
-   * A followed workload that came back on another port: its old address may now be anyone's (a
-   * server that never answers, among them), so the next message goes to where it is now. Reading
-   * the state file costs well under a millisecond; a workload that is down keeps the transport
-   * (the send fails and is retried).
+   * A followed workload is asked where it is before each message (a state-file read, well under a
+   * millisecond): once it has stopped, moved or been run again, its old address may be anyone's.
    */
   private async dropIfMoved(follow: NonNullable<UpstreamOptions['follow']>): Promise<void> {
     const now = await follow.resolve().catch(() => undefined)
-    if (now && now.href !== this.transportUrl) {
-      this.options.logger.info('the workload moved; reconnecting', {url: now.href})
+    // Stopped, moved or run again: nothing is sent to the old address, which may now be another
+    // program's. open() asks again (and waits while the workload is down).
+    if (!now || `${now.url.href} ${now.identity}` !== this.transportTarget) {
+      this.options.logger.info(
+        now ? 'the workload changed; reconnecting' : 'the workload is gone; waiting',
+        {
+          ...(now ? {url: now.url.href} : {}),
+        },
+      )
       await this.drop()
     }
   }

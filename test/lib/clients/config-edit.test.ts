@@ -312,3 +312,122 @@ describe('one writer at a time', () => {
     assert.equal(Object.keys(JSON.parse(readFileSync(file, 'utf8')).mcpServers).length, 8)
   })
 })
+
+describe('comments around an entry stay where they were (review of issue 33)', () => {
+  const cursor = () => clientById('cursor')!
+  const roundTrip = async (name: string, text: string, entry: string) => {
+    const file = join(dir, `c-${name}.json`)
+    writeFileSync(file, text)
+    await editEntry(cursor(), file, entry, undefined, {owned: true})
+    return readFileSync(file, 'utf8')
+  }
+
+  it('removing a middle, a first or a last entry leaves the neighbours and their comments', async () => {
+    const text = `{
+  "mcpServers": {
+    "a": {"url": "http://a"}, // keep: about a
+    // about b
+    "b": {"url": "http://b"},
+    // about c
+    "c": {"url": "http://c"} // keep: about c
+  }
+}
+`
+    assert.equal(
+      await roundTrip('mid', text, 'b'),
+      text.replace('    "b": {"url": "http://b"},\n', ''),
+    )
+    assert.equal(
+      await roundTrip('first', text, 'a'),
+      text.replace('    "a": {"url": "http://a"}, // keep: about a\n', ''),
+    )
+    assert.equal(
+      await roundTrip('last', text, 'c'),
+      text
+        .replace('    "c": {"url": "http://c"} // keep: about c\n', '')
+        .replace('"b": {"url": "http://b"},', '"b": {"url": "http://b"}'),
+    )
+  })
+
+  it('adding keeps a comment in an empty object and a comment after the last entry', async () => {
+    const file = join(dir, 'c-add.json')
+    writeFileSync(file, '{"mcpServers": { /* add servers here */ }}\n')
+    await editEntry(cursor(), file, 'ev', {url: 'http://x'}, {owned: true})
+    const once = readFileSync(file, 'utf8')
+    assert.ok(once.includes('/* add servers here */'), once)
+    const file2 = join(dir, 'c-add2.json')
+    writeFileSync(file2, '{\n  "mcpServers": {\n    "a": {"url": "http://a"} // about a\n  }\n}\n')
+    await editEntry(cursor(), file2, 'ev', {url: 'http://x'}, {owned: true})
+    const added = readFileSync(file2, 'utf8')
+    assert.ok(added.includes('"a": {"url": "http://a"}, // about a\n    "ev": {'), added)
+    await editEntry(cursor(), file2, 'ev', undefined, {owned: true})
+    assert.equal(
+      readFileSync(file2, 'utf8'),
+      '{\n  "mcpServers": {\n    "a": {"url": "http://a"} // about a\n  }\n}\n',
+    )
+  })
+
+  it('names that are Object.prototype properties are ordinary names', async () => {
+    for (const client of [cursor(), clientById('codex')!]) {
+      const file = join(dir, `proto.${client.format}`)
+      assert.equal(
+        (await editEntry(client, file, 'constructor', {url: 'http://x/mcp'}, {owned: false}))
+          .change,
+        'added',
+      )
+      assert.equal(
+        (await editEntry(client, file, 'toString', undefined, {owned: false})).change,
+        'absent',
+      )
+      assert.ok(!existsSync(backupPath(file)) || client.format === 'toml')
+    }
+  })
+
+  it('a dangling symlink is written through (the link kept), and is one file for the records', async () => {
+    const target = join(dir, 'dotfiles', 'mcp.json')
+    mkdirSync(join(dir, 'dotfiles'), {recursive: true})
+    const link = join(dir, 'dangling-mcp.json')
+    symlinkSync(target, link)
+    const r = await editEntry(cursor(), link, 'ev', {url: 'http://x'}, {owned: false})
+    assert.equal(r.path, target)
+    assert.ok(lstatSync(link).isSymbolicLink())
+    assert.deepEqual(JSON.parse(readFileSync(target, 'utf8')), {
+      mcpServers: {ev: {url: 'http://x'}},
+    })
+  })
+
+  it('a stale lock taken over by many waiters at once still lets one writer in at a time', async () => {
+    const file = join(dir, 'stale-race.json')
+    const dead = spawn(process.execPath, ['-e', '0'])
+    await new Promise((r) => dead.once('exit', r))
+    writeFileSync(`${file}.toolgate-lock`, `${dead.pid} x`)
+    await Promise.all(
+      Array.from({length: 8}, (_, i) =>
+        editEntry(cursor(), file, `s${i}`, {url: `http://x/${i}`}, {owned: true}),
+      ),
+    )
+    assert.equal(Object.keys(JSON.parse(readFileSync(file, 'utf8')).mcpServers).length, 8)
+    assert.ok(!existsSync(`${file}.toolgate-lock`))
+  })
+})
+
+describe('rm --unregister removes the workload’s own entries only', () => {
+  it('an entry named like the workload but written for another workload stays', async () => {
+    const {updateRegistrations} = await import('../../../src/lib/clients/registrations.ts')
+    const env = {XDG_STATE_HOME: join(dir, 'unreg-state')}
+    const file = join(dir, 'unreg-cursor.json')
+    const cursor = clientById('cursor')!
+    await editEntry(cursor, file, 'gh-old', {url: 'http://a/mcp'}, {owned: true})
+    await editEntry(cursor, file, 'github', {url: 'http://b/mcp'}, {owned: true})
+    await updateRegistrations(env, () => [
+      {client: 'cursor', scope: 'user', file, entry: 'gh-old', workload: 'github', via: 'http'},
+      {client: 'cursor', scope: 'user', file, entry: 'github', workload: 'github-v2', via: 'http'},
+    ])
+    const removed = await removeFromClients({name: 'github', by: 'workload', env})
+    assert.deepEqual(
+      removed.map((r) => [r.entry, r.change]),
+      [['gh-old', 'removed']],
+    )
+    assert.deepEqual(Object.keys(JSON.parse(readFileSync(file, 'utf8')).mcpServers), ['github'])
+  })
+})

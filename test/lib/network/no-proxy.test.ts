@@ -31,6 +31,8 @@ describe('NO_PROXY', () => {
     ['*', 'anything.at.all', 1, true],
     ['', 'example.com', 1, false],
     ['garbage:port', 'garbage', 1, false],
+    ['FE80::0001', 'fe80::1', 80, true],
+    ['[FE80::0001]:8080', '[fe80::1]', 8080, true],
   ]
   for (const [list, host, port, want] of cases)
     it(`${JSON.stringify(list)} ${want ? 'matches' : 'does not match'} ${host}:${port}`, () =>
@@ -40,6 +42,9 @@ describe('NO_PROXY', () => {
 describe('the proxy for a request', () => {
   it('loopback never goes through a proxy', () => {
     for (const h of [
+      new URL('http://[::ffff:127.0.0.1]/').hostname,
+      '0.0.0.0',
+      '[::]',
       'localhost',
       'api.localhost',
       '127.0.0.1',
@@ -82,6 +87,7 @@ describe('the proxy for a request', () => {
   it('a password in a proxy URL is never shown', () => {
     assert.equal(redactProxy(new URL('http://alice:s3cret@proxy:3128')), 'http://***@proxy:3128')
     assert.equal(redactProxy(new URL('http://proxy:3128')), 'http://proxy:3128')
+    assert.equal(redactProxy(new URL('http://proxy:3128/?key=abc')), 'http://proxy:3128')
   })
 })
 
@@ -113,12 +119,28 @@ describe('the SSRF guard through a proxy', () => {
           target,
         )
       assert.equal(asked, 0, 'the proxy was never asked for a blocked destination')
+      // A name this machine cannot resolve cannot be checked: refused, unless --proxy-dns.
+      await assert.rejects(
+        client.fetch('http://nowhere.invalid/'),
+        (err: Error & {code?: string}) =>
+          err.code === 'ERR_OUTBOUND_BLOCKED' && /--proxy-dns/.test(err.message),
+      )
+      assert.equal(asked, 0)
       // A public destination goes to the proxy (which here hangs up on it).
       await assert.rejects(
         client.fetch('http://93.184.215.14/'),
         (err: Error & {code?: string}) => err.code !== 'ERR_OUTBOUND_BLOCKED',
       )
       assert.ok(asked >= 1, 'the proxy was asked')
+      configureNetwork({proxyUrl: `http://127.0.0.1:${port}`, proxyDns: true}, {})
+      const trusting = createOutboundClient({timeoutMs: 2_000})
+      const before = asked
+      await assert.rejects(
+        trusting.fetch('http://nowhere.invalid/'),
+        (err: Error & {code?: string}) => err.code !== 'ERR_OUTBOUND_BLOCKED',
+      )
+      assert.ok(asked > before, 'with --proxy-dns the proxy resolves it')
+      await trusting.close()
     } finally {
       await client.close()
       fake.close()
