@@ -317,8 +317,10 @@ describe('help', () => {
       'LISTEN',
       'INCOMING AUTH',
       'AUTHORIZATION',
+      'AUDIT',
       'OUTGOING AUTH',
       'WORKLOAD',
+      'NETWORK',
     ])
     for (const cmd of [['proxy'], ['proxy', 'stdio']]) {
       const h = await cli([...cmd, '--help'])
