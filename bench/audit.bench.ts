@@ -1,8 +1,8 @@
 /**
  * Audit trail cost (issue 35): `toolgate proxy` with and without `--audit-log FILE` in front of the
  * same JSON-RPC upstream, side by side in one run, under the same load (autocannon, POST
- * tools/call). The figure that holds on this shared 2-core machine is the proxy process's CPU time
- * per request (from /proc); req/s swings ±30%. Each pair runs three times, alternating, and the
+ * tools/call) at one fixed rate (1,500 req/s, which both sustain). The figure that holds on this
+ * shared 2-core machine is the proxy process's CPU time per request (from /proc); req/s swings ±30%. Each pair runs three times, alternating, and the
  * median is reported. Target: audit on ≤ 10% more CPU per request than off.
  *
  *   node_modules/.bin/node bench/audit.bench.ts
@@ -17,6 +17,7 @@ import {table} from './helpers/table.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'toolgate-audit-bench-'))
 const procs: Proc[] = []
+const RATE = 1500
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 async function proxy(target: string, extra: string[]): Promise<Proc> {
@@ -42,6 +43,9 @@ async function cell(p: Proc): Promise<{cpuUs: number; rps: number}> {
     seconds: 4,
     headers: {'content-type': 'application/json', accept: 'application/json, text/event-stream'},
     body: BODY,
+    // The same offered load for both: CPU per request depends on the load (how many requests
+    // share an event-loop turn), so both are measured at one fixed rate they both sustain.
+    rate: RATE,
   })
   // load() warms up for 1 s before its 4 s: CPU is read around both, so count ~5/4 of the requests.
   return {cpuUs: (cpuMicros(pid) - before) / Math.max(1, r.requests * 1.25), rps: r.rps}

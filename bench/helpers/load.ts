@@ -29,6 +29,8 @@ export async function load(
     headers?: Record<string, string>
     /** A POST with this body (default: GET). */
     body?: string
+    /** Requests per second in all (default: as fast as they come back). */
+    rate?: number
   } = {},
 ): Promise<LoadResult> {
   if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)[:/]/.test(url))
@@ -36,7 +38,10 @@ export async function load(
   const connections = opts.connections ?? 64
   // Warm-up (JIT, caches, connection setup) is not measured.
   const headers = opts.headers ?? {}
-  const request = opts.body === undefined ? {} : {method: 'POST', body: opts.body}
+  const request = {
+    ...(opts.body === undefined ? {} : {method: 'POST', body: opts.body}),
+    ...(opts.rate === undefined ? {} : {overallRate: opts.rate}),
+  }
   await autocannon({url, connections, duration: 1, headers, ...request})
   const r = await autocannon({url, connections, duration: opts.seconds ?? 4, headers, ...request})
   return {

@@ -48,6 +48,7 @@ export class Auditor {
     this.logger = logger
     this.redact = redactionPattern(options.redactKeys)
     this.file = options.log === '-' ? undefined : new AuditFile(options.log)
+    if (this.file) this.file.onError = (err) => this.failed(err)
   }
 
   /** The records of one answered request: one per message it carried. */
@@ -124,10 +125,14 @@ export class Auditor {
       if (this.file) this.file.write(record)
       else process.stdout.write(JSON.stringify(record) + '\n')
     } catch (err) {
-      if (this.dropped++ === 0)
-        this.logger.error('audit record not written (counted as dropped from now on)', {
-          error: (err as Error).message,
-        })
+      this.failed(err as Error)
     }
+  }
+
+  private failed(err: Error): void {
+    if (this.dropped++ === 0)
+      this.logger.error('audit record not written (counted as dropped from now on)', {
+        error: err.message,
+      })
   }
 }

@@ -22,10 +22,17 @@ describe('audit file chain', () => {
   it('runs on across rotations and a restart, and verifies', () => {
     const file = join(dir, 'a', 'audit.log')
     const first = new AuditFile(file, {maxBytes: 600, keep: 10})
-    for (let i = 0; i < 10; i++) first.write({event: 'mcp_tool_call', n: i})
+    // Each record in its own event-loop turn, as requests come (writes are batched per turn).
+    for (let i = 0; i < 10; i++) {
+      first.write({event: 'mcp_tool_call', n: i})
+      first.flush()
+    }
     first.close()
     const second = new AuditFile(file, {maxBytes: 600, keep: 10})
-    for (let i = 10; i < 14; i++) second.write({event: 'mcp_tool_call', n: i})
+    for (let i = 10; i < 14; i++) {
+      second.write({event: 'mcp_tool_call', n: i})
+      second.flush()
+    }
     second.close()
     const files = chainFiles([file])
     assert.ok(files.length >= 3, `rotated: ${files.join(' ')}`)
