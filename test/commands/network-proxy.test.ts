@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict'
 import {createServer as createHttpsServer, type Server} from 'node:https'
+import {writeFileSync} from 'node:fs'
 import {mkdtemp, rm} from 'node:fs/promises'
 import type {AddressInfo} from 'node:net'
 import {tmpdir} from 'node:os'
@@ -62,14 +63,14 @@ describe('outbound proxy and private CA', {skip}, () => {
 
   before(async () => {
     home = await mkdtemp(join(tmpdir(), 'toolgate-corp-'))
-    pki = createTestPki({altNames: ['DNS:idp.corp.test', 'DNS:mcp.corp.test']})
+    pki = createTestPki({altNames: ['DNS:idp.corp.test', 'DNS:mcp.corp.test', 'DNS:api.corp.test']})
     idp = await startOidcProvider({
       tls: {cert: pki.cert, key: pki.key},
       hostname: 'idp.corp.test',
       audience: 'api://corp',
     })
     mcp = await startHttpsMcp(pki)
-    proxy = await startForwardProxy({hosts: ['idp.corp.test', 'mcp.corp.test']})
+    proxy = await startForwardProxy({hosts: ['idp.corp.test', 'mcp.corp.test', 'api.corp.test']})
     locked = await startForwardProxy({
       hosts: ['idp.corp.test'],
       basicAuth: {user: 'alice', password: 'pr0xy-s3cret'},
@@ -165,6 +166,73 @@ describe('outbound proxy and private CA', {skip}, () => {
       await client.close()
     }
     assert.ok(proxy.requests().slice(before).includes(`CONNECT mcp.corp.test:${mcp.port}`))
+  })
+
+  it('serve: an api source on the corporate network syncs through the proxy (serve.yaml network:)', async () => {
+    const api = createHttpsServer({cert: pki.cert, key: pki.key}, (req, res) => {
+      res.writeHead(200, {'content-type': 'application/json'}).end(
+        JSON.stringify({
+          servers: [
+            {
+              server: {name: 'io.corp/inside', version: '1.0.0', description: 'inside corp'},
+              _meta: {},
+            },
+          ],
+          metadata: {},
+        }),
+      )
+    })
+    await new Promise<void>((r) => api.listen(0, '127.0.0.1', r))
+    const apiPort = (api.address() as AddressInfo).port
+    const config = join(home, 'serve.yaml')
+    writeFileSync(
+      config,
+      [
+        'auth: {mode: anonymous}',
+        `network: {proxy: "${proxy.url}", caCertPath: "${pki.caCertPath}"}`,
+        'sources:',
+        '  - name: corp',
+        `    api: {endpoint: "https://api.corp.test:${apiPort}"}`,
+        '    syncPolicy: {interval: 1h}',
+      ].join('\n'),
+    )
+    const before = proxy.requests().length
+    const serve = runCli(
+      [
+        'serve',
+        '--config',
+        config,
+        '--address',
+        '127.0.0.1:0',
+        '--internal-address',
+        '127.0.0.1:0',
+        '--json',
+      ],
+      home,
+    )
+    try {
+      const line = await waitFor(
+        'listening',
+        () =>
+          serve
+            .stdout()
+            .split('\n')
+            .find((l) => l.startsWith('{')),
+        serve,
+      )
+      const {url} = JSON.parse(line) as {url: string}
+      const list = (await (await fetch(`${url}/registry/default/v0.1/servers`)).json()) as {
+        servers: {server: {name: string}}[]
+      }
+      assert.deepEqual(
+        list.servers.map((s) => s.server.name),
+        ['io.corp/inside'],
+      )
+      assert.ok(proxy.requests().slice(before).includes(`CONNECT api.corp.test:${apiPort}`))
+    } finally {
+      await stop(serve)
+      api.close()
+    }
   })
 
   it('without the CA: a clear TLS error naming the host and the trust in force; with it: reached', async () => {
