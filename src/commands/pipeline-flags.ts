@@ -15,6 +15,11 @@ export const frontFlags = {
     default: '127.0.0.1',
     helpGroup: 'LISTEN',
   }),
+  'internal-address': Flags.string({
+    description:
+      'Also serve /health, /readiness, /version and /metrics (Prometheus) on this address (host:port, :port); never on the client port.',
+    helpGroup: 'LISTEN',
+  }),
   'allowed-origins': Flags.string({
     description: 'Exact-match allowlist for the Origin header (repeatable).',
     multiple: true,

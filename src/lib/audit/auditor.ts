@@ -2,6 +2,7 @@ import type {Principal} from '../auth/types.ts'
 import type {Logger} from '../log/logger.ts'
 import {AuditFile} from './file-sink.ts'
 import {mcpEventsOf, redactionPattern} from './mcp-events.ts'
+import type {RequestObserver} from './request-facts.ts'
 
 /**
  * The audit trail of `proxy` and `run` (issue 35, docs/audit.md): one record per MCP message and
@@ -36,7 +37,7 @@ export interface Outcome {
   decision?: {decision: 'allow' | 'deny'; policies?: string[]; reason?: string} | undefined
 }
 
-export class Auditor {
+export class Auditor implements RequestObserver {
   private readonly file: AuditFile | undefined
   private readonly options: AuditOptions
   private readonly logger: Logger

@@ -1,6 +1,6 @@
 import {randomUUID} from 'node:crypto'
 import type {IncomingMessage} from 'node:http'
-import type {RequestFacts} from './auditor.ts'
+import type {Outcome, RequestFacts} from './auditor.ts'
 import type {DecisionFacts} from '../proxy/types.ts'
 
 /** What the audit trail needs of one request, filled in as the pipeline learns it. */
@@ -26,4 +26,14 @@ export function auditFacts(req: IncomingMessage): AuditFacts {
 /** Milliseconds since the request arrived, to a tenth. */
 export function ms(facts: AuditFacts): number {
   return Math.round((performance.now() - facts.started) * 10) / 10
+}
+
+/**
+ * What watches the proxy's requests (issue 35): the audit trail and the metrics. Called once per
+ * request, after its answer (or its stream) ended, or when it was refused before forwarding.
+ */
+export interface RequestObserver {
+  request(facts: AuditFacts, outcome: Outcome): void
+  refused(facts: AuditFacts, status: number, reason: string, durationMs: number): void
+  close?(): void
 }

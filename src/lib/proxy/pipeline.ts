@@ -6,6 +6,7 @@ import {keepYoungGenerationSmall} from '../runtime/young-generation.ts'
 import {incomingAuthEnabled} from './incoming-auth.ts'
 import {proxyConfigFromFlags, type ProxyFlags} from './options.ts'
 import type {ProxyConfig, RunningProxy} from './proxy-server.ts'
+import type {ProxyMetrics} from '../metrics/proxy-metrics.ts'
 
 /**
  * Every flag of the request pipeline (contract §3): listen/limits/Origin, incoming OIDC, Cedar,
@@ -16,6 +17,7 @@ export type PipelineFlags = ProxyFlags &
   RemoteAuthFlags & {
     'remote-forward-headers-secret'?: string[]
     'authz-config'?: string
+    'internal-address'?: string
     'audit-log'?: string
     'audit-include-args'?: boolean
     'audit-redact-keys'?: string
@@ -35,6 +37,8 @@ export interface PipelineDeps {
 
 export interface PreparedPipeline {
   config: ProxyConfig
+  /** `--internal-address` and its metrics, served once the proxy listens. */
+  metrics?: {address: string; observer: ProxyMetrics}
   /** Present when `--remote-auth` is on: its login runs after the port is bound. */
   remoteAuth?: RemoteAuth
 }
@@ -82,19 +86,29 @@ export async function preparePipeline(
   // before anything listens.
   if (flags['audit-log']) {
     const {Auditor} = await import('../audit/auditor.ts')
-    config.auditor = new Auditor(
-      {
-        log: flags['audit-log'],
-        includeArgs: flags['audit-include-args'] === true,
-        redactKeys: (flags['audit-redact-keys'] ?? '')
-          .split(',')
-          .map((k) => k.trim())
-          .filter(Boolean),
-        workload: name,
-        target: flags['target-uri'],
-      },
-      logger,
+    ;(config.observers ??= []).push(
+      new Auditor(
+        {
+          log: flags['audit-log'],
+          includeArgs: flags['audit-include-args'] === true,
+          redactKeys: (flags['audit-redact-keys'] ?? '')
+            .split(',')
+            .map((k) => k.trim())
+            .filter(Boolean),
+          workload: name,
+          target: flags['target-uri'],
+        },
+        logger,
+      ),
     )
+  }
+  let metrics: PreparedPipeline['metrics']
+  if (flags['internal-address']) {
+    const {parseListenAddress} = await import('../http/listen.ts')
+    parseListenAddress(flags['internal-address'], '--internal-address')
+    const observer = new (await import('../metrics/proxy-metrics.ts')).ProxyMetrics()
+    metrics = {address: flags['internal-address'], observer}
+    ;(config.observers ??= []).push(observer)
   }
   // Remote OAuth (src/lib/oauth): flags and the secrets store are checked now, the login runs
   // once the port is bound, so a busy --port is reported before anyone is sent to a browser.
@@ -126,7 +140,7 @@ export async function preparePipeline(
     }
     config.upstreamToken = remoteAuth.source
   }
-  return remoteAuth ? {config, remoteAuth} : {config}
+  return {config, ...(remoteAuth ? {remoteAuth} : {}), ...(metrics ? {metrics} : {})}
 }
 
 export interface Pipeline {
@@ -175,11 +189,28 @@ export async function startPrepared(
     await prepared.remoteAuth?.source.close()
     throw err
   })
+  const internal = prepared.metrics
+    ? await (
+        await import('../metrics/internal-server.ts')
+      )
+        .startInternalServer(prepared.metrics.address, {
+          metrics: prepared.metrics.observer.registry,
+          logger: deps.logger,
+          ready: () => true,
+        })
+        .catch(async (err: unknown) => {
+          await proxy.close()
+          throw err
+        })
+    : undefined
   return {
     proxy,
     config,
     login: () => prepared.remoteAuth?.login() ?? Promise.resolve(),
-    close: () => proxy.close(),
+    close: async () => {
+      await proxy.close()
+      await internal?.close()
+    },
   }
 }
 

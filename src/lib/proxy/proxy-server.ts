@@ -39,8 +39,8 @@ import {serveWellKnown, wellKnownDocument} from './well-known.ts'
 import {encodePrincipalField, PRINCIPAL_FIELD, principalKey} from '../sessions/principal-key.ts'
 import {SessionGuard, type GuardTicket} from '../sessions/session-guard.ts'
 import type {SessionLimits} from '../sessions/session-table.ts'
-import type {Auditor} from '../audit/auditor.ts'
-import {auditFacts, ms} from '../audit/request-facts.ts'
+import {auditFacts, ms, type AuditFacts, type RequestObserver} from '../audit/request-facts.ts'
+import type {Outcome} from '../audit/auditor.ts'
 
 export interface ProxyConfig {
   name: string
@@ -83,8 +83,8 @@ export interface ProxyConfig {
   timeouts?: UpstreamTimeouts
   /** Sessions per principal and in total, and their expiry (sessions/session-table.ts). */
   sessionLimits?: Partial<SessionLimits>
-  /** The audit trail (issue 35): a record per MCP message and per refusal. */
-  auditor?: Auditor
+  /** The audit trail and the metrics (issue 35): told of every request and every refusal. */
+  observers?: RequestObserver[]
 }
 
 export interface ProxyDeps {
@@ -142,10 +142,19 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
   if (exchangeHeader) drop.add(exchangeHeader)
   // A body is read whole when something must see it: the interceptor, or a refreshing token
   // source that may replay it after a 401.
+  const observers = config.observers ?? []
   const mustSee = Boolean(
-    config.interceptor || config.upstreamToken?.onUnauthorized || config.auditor,
+    config.interceptor || config.upstreamToken?.onUnauthorized || observers.length > 0,
   )
-  const auditor = config.auditor
+  // One observer in effect, whatever their number: a request is reported to each.
+  const auditor: RequestObserver | undefined =
+    observers.length === 0
+      ? undefined
+      : {
+          request: (f: AuditFacts, o: Outcome) => observers.forEach((x) => x.request(f, o)),
+          refused: (f: AuditFacts, st: number, r: string, d: number) =>
+            observers.forEach((x) => x.refused(f, st, r, d)),
+        }
 
   const wellKnown = wellKnownDocument(
     config.resourceUrl,
@@ -333,7 +342,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
         await authenticator?.close().catch(() => undefined)
         await config.upstreamToken?.close?.().catch(() => undefined)
         await config.tokenExchange?.close().catch(() => undefined)
-        auditor?.close()
+        for (const o of observers) o.close?.()
       })()
       return closing
     },

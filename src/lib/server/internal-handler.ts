@@ -11,8 +11,9 @@ import {isReadMethod, sendErrorBody, sendMethodNotAllowed, sendText} from './res
  * exposed where the API is.
  */
 export interface InternalHandlerOptions {
-  store: RegistryStore
-  /** True once every configured source has loaded at least once. */
+  /** serve: the store must answer for /readiness (proxy and run have none). */
+  store?: RegistryStore
+  /** True once every configured source has loaded at least once (serve), or the proxy is up. */
   sourcesLoaded: () => boolean
   metrics: MetricsRegistry
   logger: Logger
@@ -64,6 +65,7 @@ export function createInternalHandler(opts: InternalHandlerOptions) {
 
 async function readiness(opts: InternalHandlerOptions): Promise<boolean> {
   if (!opts.sourcesLoaded()) return false
+  if (!opts.store) return true
   try {
     await opts.store.ping()
     return true

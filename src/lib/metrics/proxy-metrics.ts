@@ -1,0 +1,102 @@
+import type {Outcome} from '../audit/auditor.ts'
+import {mcpEventsOf} from '../audit/mcp-events.ts'
+import type {AuditFacts, RequestObserver} from '../audit/request-facts.ts'
+import {Counter, Histogram, MetricsRegistry} from './prometheus.ts'
+
+/**
+ * The metrics of `proxy` and `run` (issue 35), served on their `--internal-address`: MCP messages
+ * by event, method, tool, decision and answer status; their duration; refusals by kind. Label
+ * values a client chooses (methods, tool names) are bounded: past a limit they count as `other`,
+ * so a hostile client cannot grow the series without end.
+ */
+const MAX_TOOLS = 200
+const KNOWN_METHODS = new Set([
+  'initialize',
+  'ping',
+  'tools/call',
+  'tools/list',
+  'resources/read',
+  'resources/list',
+  'resources/templates/list',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'prompts/get',
+  'prompts/list',
+  'completion/complete',
+  'logging/setLevel',
+  'response',
+  'GET',
+  'DELETE',
+  'unparsable',
+])
+
+export class ProxyMetrics implements RequestObserver {
+  readonly registry = new MetricsRegistry()
+  private readonly messages = this.registry.register(
+    new Counter('toolgate_mcp_messages_total', 'MCP messages that reached the proxy, by outcome.', [
+      'event',
+      'method',
+      'tool',
+      'decision',
+      'code',
+    ]),
+  )
+  private readonly duration = this.registry.register(
+    new Histogram(
+      'toolgate_mcp_request_duration_seconds',
+      'Time from request to the end of its answer.',
+      ['event'],
+    ),
+  )
+  private readonly refusals = this.registry.register(
+    new Counter(
+      'toolgate_requests_refused_total',
+      'Requests refused before they reached the server.',
+      ['kind', 'code'],
+    ),
+  )
+  private readonly tools = new Set<string>()
+
+  request(facts: AuditFacts, outcome: Outcome): void {
+    const decision = outcome.decision?.decision ?? 'none'
+    const code = String(outcome.status)
+    for (const e of mcpEventsOf(facts.httpMethod, facts.body, {include: false, redact: /$^/})) {
+      const method = KNOWN_METHODS.has(e.method)
+        ? e.method
+        : e.method.startsWith('notifications/')
+          ? 'notification'
+          : 'other'
+      this.messages.inc([
+        outcome.outcome === 'denied' ? 'authz_denied' : e.event,
+        method,
+        this.tool(e.name, e.event),
+        decision,
+        code,
+      ])
+    }
+    this.duration.observe(
+      [outcome.outcome === 'denied' ? 'authz_denied' : 'forwarded'],
+      outcome.durationMs / 1000,
+    )
+  }
+
+  refused(_facts: AuditFacts, status: number, reason: string): void {
+    const kind =
+      status === 401
+        ? 'auth_failure'
+        : /session/.test(reason)
+          ? 'session'
+          : /body/.test(reason)
+            ? 'body'
+            : 'other'
+    this.refusals.inc([kind, String(status)])
+  }
+
+  private tool(name: string | undefined, event: string): string {
+    if (event !== 'mcp_tool_call' || name === undefined) return ''
+    if (this.tools.has(name)) return name
+    if (this.tools.size >= MAX_TOOLS) return 'other'
+    this.tools.add(name)
+    return name
+  }
+}
