@@ -22,18 +22,22 @@ export default class Serve extends BaseCommand {
     config: Flags.string({
       description:
         'Configuration file (YAML or JSON). Default: $XDG_CONFIG_HOME/toolgate/serve.yaml when it exists.',
+      helpGroup: 'SERVE',
     }),
     address: Flags.string({
       description: 'Main API listen address (host:port, :port, [ipv6]:port).',
       default: ':8080',
+      helpGroup: 'SERVE',
     }),
     'internal-address': Flags.string({
       description: 'Listen address of /health, /readiness, /version and /metrics.',
       default: ':8081',
+      helpGroup: 'SERVE',
     }),
     'auth-mode': Flags.string({
       description: 'Overrides auth.mode of the configuration file.',
       options: ['oauth', 'anonymous'],
+      helpGroup: 'SERVE',
     }),
     ...networkFlags,
   }
