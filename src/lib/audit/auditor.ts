@@ -1,6 +1,7 @@
 import type {Principal} from '../auth/types.ts'
 import type {Logger} from '../log/logger.ts'
 import {AuditFile} from './file-sink.ts'
+import {parseSyslogTarget, SyslogSink} from './syslog-sink.ts'
 import {mcpEventsOf, redactionPattern} from './mcp-events.ts'
 import type {RequestObserver} from './request-facts.ts'
 
@@ -11,7 +12,7 @@ import type {RequestObserver} from './request-facts.ts'
  * traffic: the record is counted as dropped and the first failure of each run is logged.
  */
 export interface AuditOptions {
-  /** A file path, or `-` for stdout. */
+  /** A file path, `-` for stdout, or a syslog receiver (udp://, tcp://, unix:). */
   log: string
   includeArgs?: boolean
   /** More key names whose values are redacted from arguments. */
@@ -48,9 +49,16 @@ export class Auditor implements RequestObserver {
     this.options = options
     this.logger = logger
     this.redact = redactionPattern(options.redactKeys)
-    this.file = options.log === '-' ? undefined : new AuditFile(options.log)
+    const syslog = parseSyslogTarget(options.log)
+    if (syslog) {
+      this.syslog = new SyslogSink(syslog, `toolgate-${options.workload}`)
+      this.syslog.onError = (err) => this.failed(err)
+    }
+    this.file = options.log === '-' || syslog ? undefined : new AuditFile(options.log)
     if (this.file) this.file.onError = (err) => this.failed(err)
   }
+
+  private readonly syslog: SyslogSink | undefined
 
   /** The records of one answered request: one per message it carried. */
   request(facts: RequestFacts, outcome: Outcome): void {
@@ -90,6 +98,7 @@ export class Auditor implements RequestObserver {
 
   close(): void {
     this.file?.close()
+    this.syslog?.close()
   }
 
   private who(p: Principal | undefined) {
@@ -124,6 +133,7 @@ export class Auditor implements RequestObserver {
     const record = {time: new Date().toISOString(), ...fields}
     try {
       if (this.file) this.file.write(record)
+      else if (this.syslog) this.syslog.write(record)
       else process.stdout.write(JSON.stringify(record) + '\n')
     } catch (err) {
       this.failed(err as Error)

@@ -148,6 +148,9 @@ export async function runDetached(
       '--proxy-port',
     )
   if (input.command[0] && input.url === undefined) assertCommandExists(input.command[0])
+  // A bad audit destination is reported here too (the background process opens it).
+  const audit = (input.flags as {'audit-log'?: string})['audit-log']
+  if (audit) (await import('../audit/syslog-sink.ts')).parseSyslogTarget(audit)
   // A profile that does not load is reported here, not by the background process.
   if (input.permissionProfile !== undefined) loadPermissionProfile(input.permissionProfile)
   // A registry entry is fetched here too, so a bad name, a missing package or a missing required
