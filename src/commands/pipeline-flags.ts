@@ -103,6 +103,11 @@ export const authzFlags = {
     default: false,
     helpGroup: 'AUDIT',
   }),
+  'otel-endpoint': Flags.string({
+    description:
+      'OpenTelemetry: send a trace of every request to this OTLP/HTTP collector (else OTEL_EXPORTER_OTLP_ENDPOINT, when set).',
+    helpGroup: 'AUDIT',
+  }),
   'audit-redact-keys': Flags.string({
     description: 'More argument names whose values are redacted (comma-separated).',
     helpGroup: 'AUDIT',

@@ -18,6 +18,7 @@ export type PipelineFlags = ProxyFlags &
     'remote-forward-headers-secret'?: string[]
     'authz-config'?: string
     'internal-address'?: string
+    'otel-endpoint'?: string
     'audit-log'?: string
     'audit-include-args'?: boolean
     'audit-redact-keys'?: string
@@ -101,6 +102,17 @@ export async function preparePipeline(
         logger,
       ),
     )
+  }
+  // Tracing only when an OTLP endpoint is configured: the SDK is not even loaded otherwise.
+  const env = deps.env ?? process.env
+  if (
+    flags['otel-endpoint'] ||
+    env.OTEL_EXPORTER_OTLP_ENDPOINT ||
+    env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+  ) {
+    const {tracingFromEnv} = await import('../telemetry/tracing.ts')
+    const tracing = tracingFromEnv(flags['otel-endpoint'], env)
+    if (tracing) config.tracing = tracing
   }
   let metrics: PreparedPipeline['metrics']
   if (flags['internal-address']) {

@@ -41,6 +41,7 @@ import {SessionGuard, type GuardTicket} from '../sessions/session-guard.ts'
 import type {SessionLimits} from '../sessions/session-table.ts'
 import {auditFacts, ms, type AuditFacts, type RequestObserver} from '../audit/request-facts.ts'
 import type {Outcome} from '../audit/auditor.ts'
+import type {Tracing} from '../telemetry/tracing.ts'
 
 export interface ProxyConfig {
   name: string
@@ -85,6 +86,8 @@ export interface ProxyConfig {
   sessionLimits?: Partial<SessionLimits>
   /** The audit trail and the metrics (issue 35): told of every request and every refusal. */
   observers?: RequestObserver[]
+  /** OpenTelemetry tracing (issue 35), when an OTLP endpoint is configured. */
+  tracing?: Tracing
 }
 
 export interface ProxyDeps {
@@ -194,10 +197,18 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       return
     }
     if (wellKnown && serveWellKnown(wellKnown, path, req.method ?? 'GET', res)) return
+    const span = config.tracing?.start(req.method ?? 'GET', path, req.headers, config.name)
+    if (span) {
+      // After its children (registered later, they end first on the same event).
+      res.once('close', () => setImmediate(() => span.end(res.statusCode)))
+      if (audit) audit.traceId = span.traceId
+    }
 
     // 1.–3. Body limit (declared), Origin, incoming authentication.
+    const authStep = span && authenticator ? span.step('incoming auth') : undefined
     let admission = admit(req, res, path)
     if (admission instanceof Promise) admission = await admission
+    authStep?.end(admission.ok ? undefined : admission.reason)
     if (!admission.ok) return refused(admission.reason)
     if (audit) audit.principal = admission.principal
 
@@ -227,12 +238,13 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     // 4. Interceptor (authorization), with the whole body.
     let rewrite: ResponseRewriter | undefined
     if (intercept) {
+      const authzStep = span?.step('authorization')
       const decision = await intercept(
         req,
         admission.principal,
         body as Buffer | undefined,
         headers,
-      )
+      ).finally(() => authzStep?.end())
       if (decision.action === 'answer') {
         answer(res, decision.answer.status, decision.answer.body, decision.answer.headers)
         if (audit && decision.answer.status === 403)
@@ -262,10 +274,11 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     const state = trackClient(res, outgoingAuth)
     let outgoing: string | undefined
     if (outgoingAuth) {
+      const credStep = span?.step('outgoing credentials')
       try {
         const creds = await buildCredentials(config, req.headers.authorization, {
           signal: state.controller!.signal,
-        })
+        }).finally(() => credStep?.end())
         Object.assign(headers, creds.headers)
         outgoing = creds.outgoing
       } catch (err) {
@@ -280,6 +293,13 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     } else {
       // No token to fetch: the injected headers alone, without an await on the hot path.
       for (const h of config.forwardHeaders) headers[h.name] = h.value
+    }
+
+    // The upstream call's span: the target sees our traceparent (continuing the client's trace).
+    if (span) {
+      const up = span.upstream()
+      Object.assign(headers, up.headers)
+      res.once('close', () => up.end(res.statusCode))
     }
 
     // 7. Forward, streaming.
@@ -343,6 +363,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
         await config.upstreamToken?.close?.().catch(() => undefined)
         await config.tokenExchange?.close().catch(() => undefined)
         for (const o of observers) o.close?.()
+        await config.tracing?.shutdown().catch(() => undefined)
       })()
       return closing
     },
