@@ -446,7 +446,7 @@ test('network: proxy, noProxy, caCertPath and useSystemCa (issue 34); every mist
         {baseDir: dir},
       ),
       [
-        'network.port: unknown key (allowed: proxy, noProxy, caCertPath, useSystemCa)',
+        'network.port: unknown key (allowed: proxy, noProxy, caCertPath, useSystemCa, proxyDns)',
         'network.proxy: must be an http:// or https:// proxy URL (http://host:port)',
         `network.caCertPath: cannot read ${join(dir, 'nope.pem')} (no such file)`,
         'network.useSystemCa: must be true or false, got the string "yes"',
