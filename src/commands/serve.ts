@@ -1,9 +1,5 @@
 import {Flags} from '@oclif/core'
-import {existsSync} from 'node:fs'
-import {join} from 'node:path'
 import type {AuthMode} from '../lib/config/serve-config.ts'
-import {isToolgateError, ToolgateError} from '../lib/errors.ts'
-import {xdgDirs} from '../lib/config/xdg.ts'
 import {parseListenAddress} from '../lib/http/listen.ts'
 import {BaseCommand} from './base-command.ts'
 import {networkFlags} from './network-flags.ts'
@@ -39,6 +35,11 @@ export default class Serve extends BaseCommand {
       options: ['oauth', 'anonymous'],
       helpGroup: 'SERVE',
     }),
+    'audit-log': Flags.string({
+      description:
+        'Audit trail of registry reads and refused tokens: hash-chained JSON lines in FILE, - for stdout, or a syslog URL (docs/audit.md).',
+      helpGroup: 'SERVE',
+    }),
     ...networkFlags,
   }
 
@@ -46,32 +47,12 @@ export default class Serve extends BaseCommand {
     const {flags} = await this.parse(Serve)
     // Loaded here, not at the top: `--help`, `--version` and other commands never pay for the
     // server, the store and their dependencies. Literal specifiers keep this bundle-safe.
-    const {defaultRegistryDbPath, loadServeConfig, validateServeConfig} =
-      await import('../lib/config/serve-config.ts')
+    const {loadCommandConfig} = await import('../lib/config/serve-config.ts')
     const {startServe} = await import('../lib/server/serve.ts')
     const logger = this.makeLogger(flags)
     const address = parseListenAddress(flags.address, '--address')
     const internalAddress = parseListenAddress(flags['internal-address'], '--internal-address')
-    const dirs = xdgDirs()
-    const implicit = join(dirs.config, 'serve.yaml')
-    const file = flags.config ?? (existsSync(implicit) ? implicit : undefined)
-    const options = {
-      authMode: flags['auth-mode'] as AuthMode | undefined,
-      defaultDbPath: defaultRegistryDbPath(dirs.data, file),
-    }
-    // No file at all behaves as an empty config: oauth mode without providers, which refuses to start.
-    let config
-    try {
-      config = file ? loadServeConfig(file, options) : validateServeConfig({}, options)
-    } catch (err) {
-      if (file || !isToolgateError(err, 'ERR_CONFIG_INVALID')) throw err
-      throw new ToolgateError(
-        'ERR_CONFIG_INVALID',
-        `no configuration file (looked for ${implicit}); ${err.message}\n` +
-          'Pass --config <file> with auth.oauth.resourceUrl and providers, or use --auth-mode anonymous for development.',
-        {details: err.details},
-      )
-    }
+    const config = loadCommandConfig(flags.config, flags['auth-mode'] as AuthMode | undefined)
 
     // Before the first outbound request (sources, providers): the proxy and CAs (issue 34).
     const {configureFromFlags} = await import('../lib/network/settings.ts')
@@ -91,7 +72,12 @@ export default class Serve extends BaseCommand {
       logger.info('stopped while starting', {signal})
       process.exit(0)
     })
-    const handle = await startServe(config, {address, internalAddress, logger})
+    const handle = await startServe(config, {
+      address,
+      internalAddress,
+      logger,
+      ...(flags['audit-log'] ? {auditLog: flags['audit-log']} : {}),
+    })
     started = true
     // The headline names where it is bound, not only the loopback URL (issue 31): `:8080` is
     // every interface, which a user must know.

@@ -202,3 +202,55 @@ describe('audit trail of a workload', () => {
     assert.equal(swap.problem.what, 'reordered (seq 3 comes before seq 2)')
   })
 })
+
+describe('audit trail of serve', () => {
+  it('records registry reads with the caller, and refused tokens', async () => {
+    const {startServe, tempDir, writeConfig, FIXTURES} = await import('../helpers/serve-process.ts')
+    const idp = await startOidcProvider({audience: 'api://registry'})
+    const dir = tempDir()
+    const file = join(dir, 'audit', 'serve-audit.log')
+    const config = writeConfig(
+      dir,
+      'serve.json',
+      JSON.stringify({
+        sources: [{name: 'fixture', file: {path: join(FIXTURES, 'registry.json')}}],
+        auth: {
+          oauth: {
+            resourceUrl: 'http://127.0.0.1/registry',
+            providers: [
+              {name: 'op', issuerUrl: idp.issuer, audience: 'api://registry', allowPrivateIP: true},
+            ],
+          },
+        },
+      }),
+    )
+    const s = await startServe(['--config', config, '--audit-log', file], {dir})
+    try {
+      const list = `${s.url}/registry/default/v0.1/servers`
+      assert.equal((await fetch(list)).status, 401)
+      const token = await idp.issueAccessToken({sub: 'carol', audience: 'api://registry'})
+      assert.equal((await fetch(list, {headers: {authorization: `Bearer ${token}`}})).status, 200)
+    } finally {
+      await s.stop()
+      await idp.close()
+    }
+    const records = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Rec)
+    assert.deepEqual(
+      records.map((r) => [
+        r.event,
+        r.status,
+        (r.principal as {subject?: string} | null)?.subject ?? null,
+      ]),
+      [
+        ['auth_failure', 401, null],
+        ['registry_read', 200, 'carol'],
+      ],
+    )
+    assert.equal(records[1]!.route, 'list_servers')
+    const ok = runCli(['audit', 'verify', file], dir)
+    assert.equal(await ok.exited, 0, ok.stdout())
+  })
+})

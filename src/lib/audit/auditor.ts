@@ -1,3 +1,4 @@
+import {randomUUID} from 'node:crypto'
 import type {Principal} from '../auth/types.ts'
 import type {Logger} from '../log/logger.ts'
 import {AuditFile} from './file-sink.ts'
@@ -81,6 +82,27 @@ export class Auditor implements RequestObserver {
         ...this.ids(facts, e.id),
       })
     }
+  }
+
+  /** `serve`: a registry read (`registry_read`) or a refused token (`auth_failure`). */
+  registry(r: {
+    principal: Principal | undefined
+    route: string
+    path: string
+    status: number
+    durationMs: number
+  }): void {
+    this.write({
+      event: r.route === 'unauthorized' ? 'auth_failure' : 'registry_read',
+      outcome: r.status < 400 ? 'success' : 'failure',
+      ...this.who(r.principal),
+      route: r.route,
+      path: r.path.slice(0, 500),
+      status: r.status,
+      durationMs: r.durationMs,
+      workload: this.options.workload,
+      requestId: randomUUID(),
+    })
   }
 
   /** A request refused before anything was forwarded (authentication, Origin, limits). */

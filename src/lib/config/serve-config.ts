@@ -1,8 +1,9 @@
 import {createHash} from 'node:crypto'
-import {readFileSync, realpathSync} from 'node:fs'
+import {existsSync, readFileSync, realpathSync} from 'node:fs'
 import {dirname, extname, join, resolve} from 'node:path'
 import {parse as parseYaml} from 'yaml'
-import {ToolgateError} from '../errors.ts'
+import {isToolgateError, ToolgateError} from '../errors.ts'
+import {xdgDirs} from './xdg.ts'
 import type {RegistryDefinition, SourceConfig} from '../registry/types.ts'
 import {Checker} from './checker.ts'
 import {checkPostgres, type PostgresStorage} from './serve-config-postgres.ts'
@@ -185,4 +186,33 @@ function checkStorage(
     return p ? {kind: 'sqlite', path: absPath(p, baseDir)} : fallback
   }
   return fallback
+}
+
+/**
+ * `toolgate serve`'s configuration: `--config FILE`, else `$XDG_CONFIG_HOME/toolgate/serve.yaml`
+ * when it exists, else an empty config (oauth mode without providers, which refuses to start and
+ * says how to go on).
+ */
+export function loadCommandConfig(
+  configFlag: string | undefined,
+  authMode: AuthMode | undefined,
+): ServeConfig {
+  const dirs = xdgDirs()
+  const implicit = join(dirs.config, 'serve.yaml')
+  const file = configFlag ?? (existsSync(implicit) ? implicit : undefined)
+  const options = {
+    ...(authMode ? {authMode} : {}),
+    defaultDbPath: defaultRegistryDbPath(dirs.data, file),
+  }
+  try {
+    return file ? loadServeConfig(file, options) : validateServeConfig({}, options)
+  } catch (err) {
+    if (file || !isToolgateError(err, 'ERR_CONFIG_INVALID')) throw err
+    throw new ToolgateError(
+      'ERR_CONFIG_INVALID',
+      `no configuration file (looked for ${implicit}); ${err.message}\n` +
+        'Pass --config <file> with auth.oauth.resourceUrl and providers, or use --auth-mode anonymous for development.',
+      {details: err.details},
+    )
+  }
 }

@@ -9,6 +9,7 @@ import type {RegistryStore} from '../registry/types.ts'
 import type {Principal} from '../auth/types.ts'
 import type {RegistryPolicy} from '../registry-authz/registry-policy.ts'
 import type {AuthGate} from './auth-gate.ts'
+import type {Auditor} from '../audit/auditor.ts'
 import {hasDotSegment} from './dot-segments.ts'
 import {isReadMethod, sendErrorBody, sendMethodNotAllowed, sendText} from './respond.ts'
 
@@ -31,7 +32,12 @@ export interface MainHandlerOptions {
   responseCacheBytes?: number
   /** The registry policy in force (`auth.authz`), read per request so a reload takes effect. */
   policy?: (() => RegistryPolicy) | undefined
+  /** `serve --audit-log`: registry reads and refused tokens (issue 35). */
+  auditor?: Auditor | undefined
 }
+
+// Routes that are not registry reads nor refusals: not audited (documents, probes, bad paths).
+const UNAUDITED = new Set(['openapi', 'protected_resource_metadata', 'well_known', 'bad_path'])
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 
@@ -71,7 +77,11 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
     else res.destroy()
   }
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<string> => {
+  const handle = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    who: {caller?: Principal | undefined},
+  ): Promise<string> => {
     const url = req.url ?? '/'
     const q = url.indexOf('?')
     const path = q === -1 ? url : url.slice(0, q)
@@ -100,6 +110,7 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
       const checked = await gate.check(req, res, url)
       if (checked === false) return 'unauthorized'
       caller = checked ?? undefined
+      who.caller = caller
     }
 
     let route: RegistryRoute | undefined
@@ -129,13 +140,35 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
     return route.kind
   }
 
+  const audit = (
+    route: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+    start: number,
+    who: {caller?: Principal | undefined},
+  ) => {
+    if (!opts.auditor || UNAUDITED.has(route)) return
+    opts.auditor.registry({
+      principal: who.caller,
+      route,
+      path: (req.url ?? '/').split('?', 1)[0]!,
+      status: res.statusCode,
+      durationMs: Math.round((performance.now() - start) * 10) / 10,
+    })
+  }
+
   return (req, res) => {
     const start = performance.now()
-    handle(req, res).then(
-      (route) => finish(route, res, start),
+    const who: {caller?: Principal | undefined} = {}
+    handle(req, res, who).then(
+      (route) => {
+        finish(route, res, start)
+        audit(route, req, res, start, who)
+      },
       (err: unknown) => {
         fail(res, err, req)
         finish('error', res, start)
+        audit('error', req, res, start, who)
       },
     )
   }

@@ -37,6 +37,8 @@ export interface ServeOptions {
   logger: Logger
   /** Bound on finishing in-flight requests at shutdown. */
   graceMs?: number
+  /** `--audit-log`: registry reads and refused tokens (issue 35). */
+  auditLog?: string
   /** Injected for tests; defaults to the library's validator. */
   authenticatorFactory?: (
     config: Extract<ServeConfig['auth'], {mode: 'oauth'}>['oauth'],
@@ -141,7 +143,15 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
     }
 
     const oauth = config.auth.mode === 'oauth' ? config.auth.oauth : undefined
+    const auditor = opts.auditLog
+      ? new (await import('../audit/auditor.ts')).Auditor(
+          {log: opts.auditLog, workload: 'serve', target: ''},
+          logger,
+        )
+      : undefined
+    if (auditor) cleanups.push(async () => auditor.close())
     const mainHandler = createMainHandler({
+      auditor,
       store,
       logger: logger.child({component: 'http'}),
       metrics,
