@@ -1,0 +1,83 @@
+/**
+ * What a hostile client sends the audit trail and the metrics (issue 35): a flood of distinct tool
+ * names (the metrics' series stay bounded), an enormous batch (records stay bounded), names and
+ * arguments built to be huge or deep, forged trace headers. Nothing grows without end, nothing
+ * breaks the record.
+ */
+import assert from 'node:assert/strict'
+import {describe, it} from 'node:test'
+import {mcpEventsOf, redactionPattern} from '../../../src/lib/audit/mcp-events.ts'
+import {auditFacts} from '../../../src/lib/audit/request-facts.ts'
+import {ProxyMetrics} from '../../../src/lib/metrics/proxy-metrics.ts'
+
+const args = {include: true, redact: redactionPattern()}
+
+describe('hostile input to the audit trail and the metrics', () => {
+  it('10,000 distinct tool names and methods do not grow the metrics without end', async () => {
+    const metrics = new ProxyMetrics()
+    for (let i = 0; i < 10_000; i++) {
+      const body = Buffer.from(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: i,
+          method: i % 2 ? 'tools/call' : `x/${i}`,
+          params: {name: `t${i}`},
+        }),
+      )
+      const facts = {...auditFacts({method: 'POST', headers: {}} as never), body}
+      metrics.request(facts, {outcome: 'success', status: 200, durationMs: 1})
+    }
+    const text = await metrics.registry.render()
+    const series = text.split('\n').filter((l) => l.startsWith('toolgate_mcp_messages_total{'))
+    assert.ok(series.length <= 202, `${series.length} series`)
+    assert.ok(series.some((l) => l.includes('tool="other"')))
+    assert.ok(series.some((l) => l.includes('method="other"')))
+  })
+
+  it('a batch of 50,000 messages gives at most 100 records; huge names are cut', () => {
+    const batch = Array.from({length: 50_000}, (_, i) => ({
+      jsonrpc: '2.0',
+      id: i,
+      method: 'tools/call',
+      params: {name: i === 0 ? 'n'.repeat(1_000_000) : `t${i}`},
+    }))
+    const events = mcpEventsOf('POST', Buffer.from(JSON.stringify(batch)), args)
+    assert.equal(events.length, 100)
+    assert.equal(events[0]!.name!.length, 500)
+  })
+
+  it('arguments nested 2,000 deep or 1 MB long are bounded, secrets redacted at any depth', () => {
+    let deep: unknown = {password: 'p'}
+    for (let i = 0; i < 2_000; i++) deep = {a: deep}
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: {name: 't', arguments: {deep, long: 'x'.repeat(1_000_000), nested: {apiKey: 'k'}}},
+    })
+    const [e] = mcpEventsOf('POST', Buffer.from(body), args)
+    const text = JSON.stringify(e!.args)
+    assert.ok(text.length < 10_000, `${text.length} bytes`)
+    assert.ok(!text.includes('"k"') && text.includes('[redacted]'))
+  })
+
+  it('garbage bodies and forged trace headers are recorded as what they are', () => {
+    assert.deepEqual(mcpEventsOf('POST', Buffer.from('{not json'), args), [
+      {event: 'mcp_request', method: 'unparsable'},
+    ])
+    assert.deepEqual(
+      mcpEventsOf('POST', Buffer.from('[1, null, "x"]'), args).map((e) => e.event),
+      ['mcp_response', 'mcp_response', 'mcp_response'],
+    )
+    const trace = (traceparent: string) =>
+      auditFacts({method: 'POST', headers: {traceparent}} as never).traceId
+    assert.equal(trace(`00-${'ab'.repeat(16)}-${'cd'.repeat(8)}-01`), 'ab'.repeat(16))
+    for (const forged of [
+      `00-${'0'.repeat(32)}-${'cd'.repeat(8)}-01`,
+      `00-${'AB'.repeat(16)}-${'cd'.repeat(8)}-01`,
+      `00-${'ab'.repeat(16)}-${'cd'.repeat(8)}-01\r\nx: y`,
+      'x'.repeat(10_000),
+    ])
+      assert.equal(trace(forged), undefined, forged.slice(0, 40))
+  })
+})
