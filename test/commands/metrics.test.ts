@@ -68,10 +68,14 @@ describe('metrics scraped by a real Prometheus', {skip}, () => {
     ])
     assert.equal(run.code, 0, run.stderr)
     const {url} = JSON.parse(run.stdout) as {url: string}
+    // Its audit goes to a syslog receiver that is not there: traffic flows, and drops are counted.
+    const away = await freePort()
     proxy = runCli(
       [
         'proxy',
         'front',
+        '--audit-log',
+        `tcp://127.0.0.1:${away}`,
         '--target-uri',
         url,
         '--internal-address',
@@ -111,6 +115,9 @@ describe('metrics scraped by a real Prometheus', {skip}, () => {
         /toolgate_mcp_messages_total\{event="mcp_tool_call",method="tools\/call",tool="echo",decision="none",code="200"\} 3/,
       )
     }
+    // The records wait in the bounded queue (nothing dropped yet), and the count is exposed.
+    const proxyMetrics = await (await fetch(`http://127.0.0.1:${ports.proxy}/metrics`)).text()
+    assert.match(proxyMetrics, /^toolgate_audit_records_dropped_total 0$/m)
     // The client port never serves them.
     assert.notEqual((await fetch(new URL('/metrics', clientUrl))).status, 200)
 

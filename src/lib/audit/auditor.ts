@@ -53,7 +53,7 @@ export class Auditor implements RequestObserver {
     const syslog = parseSyslogTarget(options.log)
     if (syslog) {
       this.syslog = new SyslogSink(syslog, `toolgate-${options.workload}`)
-      this.syslog.onError = (err) => this.failed(err)
+      this.syslog.onDrop = (err) => this.failed(err)
     }
     this.file = options.log === '-' || syslog ? undefined : new AuditFile(options.log)
     if (this.file) this.file.onError = (err) => this.failed(err)

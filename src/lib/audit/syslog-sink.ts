@@ -59,14 +59,16 @@ export class SyslogSink {
   private retry: NodeJS.Timeout | undefined
   private backoff = 250
   private closed = false
-  onError: ((err: Error) => void) | undefined
+  /** Called for every record that could not be sent (the auditor counts and logs them). */
+  onDrop: ((err: Error) => void) | undefined
 
   constructor(target: SyslogTarget, app = 'toolgate') {
     this.target = target
     this.app = app.replace(/[^\x21-\x7e]/g, '').slice(0, 48) || 'toolgate'
     if (target.kind === 'udp') {
       this.udp = createSocket(target.host.includes(':') ? 'udp6' : 'udp4')
-      this.udp.on('error', (err) => this.onError?.(err))
+      // Errors of a send reach its callback (a drop); nothing else is worth a report.
+      this.udp.on('error', () => undefined)
       this.udp.unref()
     } else this.open()
   }
@@ -115,7 +117,8 @@ export class SyslogSink {
   }
 
   private drop(err: Error): void {
-    if (this.dropped++ === 0) this.onError?.(err)
+    this.dropped++
+    this.onDrop?.(err)
   }
 
   private open(): void {
@@ -133,9 +136,8 @@ export class SyslogSink {
       this.flush()
     })
     socket.on('drain', () => this.flush())
-    socket.on('error', (err) => {
-      if (!this.connected) this.onError?.(err)
-    })
+    // A receiver that is away is retried (close → backoff); records wait in the queue meanwhile.
+    socket.on('error', () => undefined)
     socket.on('close', () => {
       this.connected = false
       if (this.closed) return

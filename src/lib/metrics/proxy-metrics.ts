@@ -1,7 +1,7 @@
 import type {Outcome} from '../audit/auditor.ts'
 import {mcpEventsOf} from '../audit/mcp-events.ts'
 import type {AuditFacts, RequestObserver} from '../audit/request-facts.ts'
-import {Counter, Histogram, MetricsRegistry} from './prometheus.ts'
+import {Counter, Gauge, Histogram, MetricsRegistry} from './prometheus.ts'
 
 /**
  * The metrics of `proxy` and `run` (issue 35), served on their `--internal-address`: MCP messages
@@ -56,6 +56,19 @@ export class ProxyMetrics implements RequestObserver {
     ),
   )
   private readonly tools = new Set<string>()
+
+  /** The audit records a failing sink could not take (issue 35: counted, never silent). */
+  countDropped(read: () => number): void {
+    this.registry.register(
+      new Gauge(
+        'toolgate_audit_records_dropped_total',
+        'Audit records that could not be written or sent.',
+        [],
+        (g) => g.set([], read()),
+        'counter',
+      ),
+    )
+  }
 
   request(facts: AuditFacts, outcome: Outcome): void {
     const decision = outcome.decision?.decision ?? 'none'

@@ -121,6 +121,8 @@ export async function preparePipeline(
     const observer = new (await import('../metrics/proxy-metrics.ts')).ProxyMetrics()
     metrics = {address: flags['internal-address'], observer}
     ;(config.observers ??= []).push(observer)
+    const auditor = config.observers.find((o) => 'dropped' in o) as {dropped: number} | undefined
+    if (auditor) observer.countDropped(() => auditor.dropped)
   }
   // Remote OAuth (src/lib/oauth): flags and the secrets store are checked now, the login runs
   // once the port is bound, so a busy --port is reported before anyone is sent to a browser.

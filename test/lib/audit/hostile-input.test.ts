@@ -81,3 +81,17 @@ describe('hostile input to the audit trail and the metrics', () => {
       assert.equal(trace(forged), undefined, forged.slice(0, 40))
   })
 })
+
+describe('a syslog receiver that is away', () => {
+  it('records wait in a bounded queue; past it every one is dropped and counted', async () => {
+    const {SyslogSink} = await import('../../../src/lib/audit/syslog-sink.ts')
+    const {freePort} = await import('../../helpers/mcp-upstream.ts')
+    const sink = new SyslogSink({kind: 'tcp', host: '127.0.0.1', port: await freePort()})
+    let reported = 0
+    sink.onDrop = () => reported++
+    for (let i = 0; i < 5_000; i++) sink.write({event: 'mcp_tool_call', outcome: 'success', n: i})
+    sink.close()
+    assert.equal(sink.dropped, 5_000 - 4_096)
+    assert.equal(reported, sink.dropped, 'each drop reaches the auditor, which counts it')
+  })
+})
