@@ -33,14 +33,26 @@ export function mcpEventsOf(
 ): McpEvent[] {
   if (httpMethod === 'GET') return [{event: 'mcp_stream', method: 'GET'}]
   if (httpMethod === 'DELETE') return [{event: 'mcp_session_end', method: 'DELETE'}]
+  const value = parsedBody(body)
+  if (value === UNPARSABLE) return [{event: 'mcp_request', method: 'unparsable'}]
+  const messages = (Array.isArray(value) ? value : [value]).slice(0, MAX_MESSAGES)
+  return messages.map((m) => eventOf(m, args))
+}
+
+const UNPARSABLE = Symbol('unparsable')
+// The audit trail and the metrics both read a request's body: it is parsed once, for both.
+const parsed = new WeakMap<Buffer, unknown>()
+
+function parsedBody(body: Buffer | undefined): unknown {
+  if (body && parsed.has(body)) return parsed.get(body)
   let value: unknown
   try {
     value = JSON.parse(body?.toString('utf8') ?? '')
   } catch {
-    return [{event: 'mcp_request', method: 'unparsable'}]
+    value = UNPARSABLE
   }
-  const messages = (Array.isArray(value) ? value : [value]).slice(0, MAX_MESSAGES)
-  return messages.map((m) => eventOf(m, args))
+  if (body) parsed.set(body, value)
+  return value
 }
 
 function eventOf(message: unknown, args: {include: boolean; redact: RegExp}): McpEvent {

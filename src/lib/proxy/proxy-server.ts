@@ -150,7 +150,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     config.interceptor || config.upstreamToken?.onUnauthorized || observers.length > 0,
   )
   // One observer in effect, whatever their number: a request is reported to each.
-  const auditor: RequestObserver | undefined =
+  const observe: RequestObserver | undefined =
     observers.length === 0
       ? undefined
       : {
@@ -186,9 +186,9 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = logPath(req.url)
-    const audit = auditor ? auditFacts(req) : undefined
+    const audit = observe ? auditFacts(req) : undefined
     const refused = (reason: string) =>
-      audit && auditor!.refused(audit, res.statusCode, reason, ms(audit))
+      audit && observe!.refused(audit, res.statusCode, reason, ms(audit))
     const badTarget = refusedRequestTarget(req.url)
     if (badTarget) {
       log.info('request refused', {reason: badTarget, path})
@@ -248,7 +248,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       if (decision.action === 'answer') {
         answer(res, decision.answer.status, decision.answer.body, decision.answer.headers)
         if (audit && decision.answer.status === 403)
-          auditor!.request(audit, {
+          observe!.request(audit, {
             outcome: 'denied',
             status: 403,
             durationMs: ms(audit),
@@ -262,7 +262,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     }
     if (audit)
       res.once('close', () =>
-        auditor!.request(audit, {
+        observe!.request(audit, {
           outcome: res.statusCode < 400 && res.writableFinished ? 'success' : 'failure',
           status: res.statusCode,
           durationMs: ms(audit),
