@@ -36,6 +36,8 @@ export const ERROR_CODES = {
   ERR_POLICY_INVALID: {status: 500, exit: 78},
   // proxy
   ERR_BODY_TOO_LARGE: {status: 413, exit: 2},
+  ERR_UNSUPPORTED_MEDIA_TYPE: {status: 415, exit: 2},
+  ERR_RATE_LIMITED: {status: 429, exit: 69},
   ERR_ORIGIN_NOT_ALLOWED: {status: 403, exit: 77},
   ERR_TOKEN_EXCHANGE: {status: 401, exit: 77},
   ERR_UPSTREAM: {status: 502, exit: 69},

@@ -1,5 +1,6 @@
 import {randomUUID} from 'node:crypto'
 import type {Principal} from '../auth/types.ts'
+import type {WriteFacts} from '../registry-publish/publisher.ts'
 import type {Logger} from '../log/logger.ts'
 import {AuditFile} from './file-sink.ts'
 import {parseSyslogTarget, SyslogSink} from './syslog-sink.ts'
@@ -91,13 +92,26 @@ export class Auditor implements RequestObserver {
     path: string
     status: number
     durationMs: number
+    /** Set for publish and status changes: what was changed and the policy's decision. */
+    write?: WriteFacts
   }): void {
+    const w = r.write
     this.write({
-      event: r.route === 'unauthorized' ? 'auth_failure' : 'registry_read',
+      event: r.route === 'unauthorized' ? 'auth_failure' : w ? 'registry_publish' : 'registry_read',
       outcome: r.status < 400 ? 'success' : 'failure',
       ...this.who(r.principal),
       route: r.route,
       path: r.path.slice(0, 500),
+      ...(w
+        ? {
+            action: w.action,
+            server: w.name?.slice(0, 200) ?? null,
+            version: w.version?.slice(0, 255) ?? null,
+            ...(w.status ? {newStatus: w.status} : {}),
+            decision: w.decision ? (w.decision.allowed ? 'allow' : 'deny') : null,
+            policies: w.decision?.policies ?? [],
+          }
+        : {}),
       status: r.status,
       durationMs: r.durationMs,
       workload: this.options.workload,

@@ -1,7 +1,8 @@
 /**
  * Cedar schemas of the two entity models toolgate builds requests from, for `authz lint`: the
  * proxy's (contract §6: Client, ToolgateGroup, Tool/Prompt/Resource, three actions) and the
- * registry's (docs/registry-authz.md: Server in Registry, list_servers/get_server). Attributes are
+ * registry's (docs/registry-authz.md: Server in Registry, list_servers/get_server, and publish/set_status of
+ * docs/registry-publish.md). Attributes are
  * checked by lint.ts itself: claims and arguments are open-ended, which a Cedar schema cannot say.
  */
 import type {CedarEntity, CedarEntityUid} from './cedar-engine.ts'
@@ -10,7 +11,7 @@ export type LintModel = 'proxy' | 'registry'
 
 export const MODEL_ACTIONS: Record<LintModel, Record<string, string>> = {
   proxy: {call_tool: 'Tool', get_prompt: 'Prompt', read_resource: 'Resource'},
-  registry: {list_servers: 'Server', get_server: 'Server'},
+  registry: {list_servers: 'Server', get_server: 'Server', publish: 'Server', set_status: 'Server'},
 }
 
 const BASE_TYPES: Record<LintModel, string[]> = {

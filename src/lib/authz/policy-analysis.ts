@@ -346,3 +346,21 @@ export function usedAsWholeValue(policies: CedarPolicyJson[], attr: string): boo
       key === '.' && (value as {attr?: unknown} | null)?.attr === attr && !accessed,
   )
 }
+
+/**
+ * Whether a policy's action scope names `Action::"<id>"` itself (`action == Action::"id"` or
+ * `action in [.., Action::"id", ..]`), not merely admits it (`action`, an action group). Registry
+ * writes count only permits that name them: a read policy written as `permit(principal, action,
+ * resource)` before publishing existed must not start granting it (docs/registry-publish.md).
+ */
+export function namesAction(policy: CedarPolicyJson, id: string): boolean {
+  const c = (policy as unknown as {action: Constraint}).action
+  if (c.slot !== undefined) return false
+  const named = (e: unknown) => {
+    const u = uidOf(e)
+    return u !== undefined && u.type === 'Action' && u.id === id
+  }
+  if (c.op === '==') return named(c.entity)
+  if (c.op === 'in') return (c.entities ?? [c.entity]).some(named)
+  return false
+}

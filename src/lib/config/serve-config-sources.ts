@@ -13,7 +13,7 @@ export function checkSources(c: Checker, value: unknown, baseDir: string): Sourc
   const seen = new Set<string>()
   list.forEach((item, i) => {
     const p = `sources[${i}]`
-    const o = c.object(item, p, ['name', 'file', 'api', 'syncPolicy', 'filter'])
+    const o = c.object(item, p, ['name', 'file', 'api', 'managed', 'syncPolicy', 'filter'])
     if (!o) return
     const name = checkUniqueLabel(c, o.name, join(p, 'name'), seen, 'source')
     const syncIntervalMs = checkSyncPolicy(c, o.syncPolicy, join(p, 'syncPolicy'))
@@ -23,8 +23,14 @@ export function checkSources(c: Checker, value: unknown, baseDir: string): Sourc
       ...(syncIntervalMs !== undefined ? {syncIntervalMs} : {}),
       ...(filter ? {filter} : {}),
     }
-    if ((o.file === undefined) === (o.api === undefined)) {
-      c.add(p, 'needs exactly one of "file" or "api"')
+    const kinds = [o.file, o.api, o.managed].filter((k) => k !== undefined).length
+    if (kinds !== 1) {
+      c.add(p, 'needs exactly one of "file", "api" or "managed"')
+      return
+    }
+    if (o.managed !== undefined) {
+      // Published to through the API (docs/registry-publish.md); nothing to configure yet.
+      if (c.object(o.managed, join(p, 'managed'), [])) out.push({kind: 'managed', ...common})
       return
     }
     if (o.file !== undefined) {

@@ -17,11 +17,12 @@
  *   per namespace, not once per version);
  * - a decision cache per class and row, dropped whenever the store's data changes.
  */
-import {Authorizer} from '../authz/authorizer.ts'
+import {Authorizer, type Decision} from '../authz/authorizer.ts'
 import {policyToJson, type CedarPolicyJson} from '../authz/cedar-engine.ts'
 import type {PrincipalPart} from '../authz/entity-model.ts'
 import type {AuthzConfig} from '../authz/policy-file.ts'
 import {
+  namesAction,
   principalScopeMayMatch,
   usedAsWholeValue,
   usesResourceIdentity,
@@ -32,6 +33,9 @@ import type {ServerEntry} from '../registry/types.ts'
 import {serverEntity} from './server-entity.ts'
 
 export type RegistryAction = 'list_servers' | 'get_server'
+
+/** Changes to a managed source (docs/registry-publish.md), decided one request at a time. */
+export type RegistryWriteAction = 'publish' | 'set_status'
 
 export const ANONYMOUS_PRINCIPAL = 'anonymous'
 
@@ -93,6 +97,7 @@ export class RegistryPolicy {
   readonly #options: RegistryPolicyOptions
   readonly #maxDecisions: number
   readonly #slices = new Map<string, Slice | undefined>()
+  readonly #writers = new Map<RegistryWriteAction, Authorizer | undefined>()
   #classes = new Map<string, ClassState>()
   #decisionCount = 0
   #version: number | undefined
@@ -111,6 +116,45 @@ export class RegistryPolicy {
     })
     this.#options = options
     this.#maxDecisions = options.maxDecisions ?? 250_000
+  }
+
+  /**
+   * One write decision, never cached: every forbid applies, and only permits whose action scope
+   * names the action (see namesAction). No such permit → denied without calling the engine.
+   */
+  decideWrite(
+    caller: Principal | undefined,
+    action: RegistryWriteAction,
+    registry: string,
+    entry: ServerEntry,
+  ): Decision {
+    const authorizer = this.#writers.has(action)
+      ? this.#writers.get(action)
+      : this.#writerFor(action)
+    if (!authorizer) return {allowed: false, policies: [], errored: [], cached: false}
+    const subject = caller ? caller.subject : ANONYMOUS_PRINCIPAL
+    const part = authorizer.principal(subject, caller ? caller.claims : {})
+    const resource = serverEntity(entry, registry, authorizer.model)
+    return authorizer.decideEntity(part, action, resource, {cache: false})
+  }
+
+  #writerFor(action: RegistryWriteAction): Authorizer | undefined {
+    const ids = this.#ids.filter((id, i) => {
+      const ast = this.#asts[i] as CedarPolicyJson
+      return ast.effect === 'forbid' || namesAction(ast, action)
+    })
+    const permits = ids.some((id) => this.#asts[this.#ids.indexOf(id)]?.effect === 'permit')
+    const authorizer = permits
+      ? new Authorizer(
+          {
+            ...this.#config,
+            policies: Object.fromEntries(ids.map((id) => [id, this.#config.policies[id] as string])),
+          },
+          {logger: this.#options.logger, cacheSize: 0},
+        )
+      : undefined
+    this.#writers.set(action, authorizer)
+    return authorizer
   }
 
   viewer(caller: Principal | undefined): RegistryViewer {

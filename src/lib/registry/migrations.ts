@@ -90,6 +90,25 @@ export const MIGRATIONS: readonly Migration[] = [
       END;
     `,
   },
+  {
+    version: 3,
+    description: 'versions published to managed sources (registry-publish/)',
+    // The authoritative copy of what was published: a managed source's sync reads it back like a
+    // file (sources/managed-source.ts), so publishing reuses the one write path to registry_entries.
+    sql: `
+      CREATE TABLE published_versions (
+        source TEXT NOT NULL,
+        name TEXT NOT NULL,
+        version TEXT NOT NULL,
+        server_json TEXT NOT NULL,
+        status TEXT NOT NULL,
+        published_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        published_by TEXT NOT NULL,
+        PRIMARY KEY (source, name, version)
+      ) WITHOUT ROWID;
+    `,
+  },
 ]
 
 /** Applies pending migrations in order, each in its own transaction. Safe to run on every start. */

@@ -26,8 +26,16 @@ import {
 } from './postgres/reads.ts'
 import {loadRegistriesFrom, retainSourcesPg, setRegistriesPg} from './postgres/registries.ts'
 import {NOTIFY_CHANNEL, replaceSourceTx} from './postgres/sync.ts'
+import {
+  publishedVersionsPg,
+  publishVersionPg,
+  setPublishedStatusPg,
+} from './postgres/published.ts'
 import type {
   ListQuery,
+  OfficialMeta,
+  PublishedInput,
+  PublishedVersion,
   ListResult,
   RegistryDefinition,
   RegistryStore,
@@ -406,6 +414,30 @@ export class PostgresRegistryStore implements RegistryStore, SyncCoordinator {
       (sql) => sql`SELECT count(*)::int AS n FROM registry_entries WHERE registry = ${registry}`,
     )
     return Number(rows[0]?.n ?? 0)
+  }
+
+  // ----- managed sources -----
+
+  publishVersion(source: string, v: PublishedInput, now: Date): Promise<'created' | 'exists'> {
+    return this.#run(`publishing to source "${source}"`, (sql) =>
+      publishVersionPg(sql, source, v, now),
+    )
+  }
+
+  setPublishedStatus(
+    source: string,
+    name: string,
+    version: string,
+    status: OfficialMeta['status'],
+    now: Date,
+  ): Promise<boolean> {
+    return this.#run(`setting a status in source "${source}"`, (sql) =>
+      setPublishedStatusPg(sql, source, name, version, status, now),
+    )
+  }
+
+  publishedVersions(source: string): Promise<PublishedVersion[]> {
+    return this.#run(`reading source "${source}"`, (sql) => publishedVersionsPg(sql, source))
   }
 
   // ----- SyncCoordinator -----

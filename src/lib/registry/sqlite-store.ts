@@ -3,8 +3,12 @@ import {explainList} from './sqlite/query.ts'
 import * as reads from './sqlite/reads.ts'
 import {loadRegistries, retainSources, setRegistries} from './sqlite/registries.ts'
 import {replaceSource} from './sqlite/replace-source.ts'
+import * as published from './sqlite/published.ts'
 import type {
   ListQuery,
+  OfficialMeta,
+  PublishedInput,
+  PublishedVersion,
   ListResult,
   RegistryDefinition,
   RegistryStore,
@@ -153,6 +157,31 @@ export class SqliteRegistryStore implements RegistryStore {
   async countVersions(): Promise<number> {
     const row = this.#c.stmt('count', 'SELECT COUNT(*) AS n FROM source_versions').get()
     return Number(row?.n ?? 0)
+  }
+
+  async publishVersion(
+    source: string,
+    version: PublishedInput,
+    now: Date,
+  ): Promise<'created' | 'exists'> {
+    return this.#c.exclusive(async () => published.publishVersion(this.#c, source, version, now))
+  }
+
+  async setPublishedStatus(
+    source: string,
+    name: string,
+    version: string,
+    status: OfficialMeta['status'],
+    now: Date,
+  ): Promise<boolean> {
+    return this.#c.exclusive(async () =>
+      published.setPublishedStatus(this.#c, source, name, version, status, now),
+    )
+  }
+
+  async publishedVersions(source: string): Promise<PublishedVersion[]> {
+    // On the writer's connection, after queued writes: a sync right after a publish sees it.
+    return this.#c.exclusive(async () => published.publishedVersions(this.#c, source))
   }
 
   /** Number of effective versions a registry serves (for metrics and tests). */

@@ -140,6 +140,37 @@ export interface RegistryStore {
   getVersion(registry: string, name: string, version: string): Promise<ServerEntry | undefined>
   /** Total stored versions, for metrics. */
   countVersions(): Promise<number>
+  /**
+   * Records a version published to a managed source: `exists` (nothing written) when that source
+   * already has this name and version, whatever its status.
+   */
+  publishVersion(source: string, version: PublishedInput, now: Date): Promise<'created' | 'exists'>
+  /** Sets a published version's status; false when the source has no such version. */
+  setPublishedStatus(
+    source: string,
+    name: string,
+    version: string,
+    status: OfficialMeta['status'],
+    now: Date,
+  ): Promise<boolean>
+  /** Everything published to a managed source, ordered by name then version. */
+  publishedVersions(source: string): Promise<PublishedVersion[]>
+}
+
+/** What a publish stores: the document (official `_meta` already stripped) and who sent it. */
+export interface PublishedInput {
+  name: string
+  version: string
+  /** The server.json text as it will be served (without the official `_meta` block). */
+  serverJson: string
+  /** `<issuer> <subject>` of the publisher, or `anonymous`. */
+  publishedBy: string
+}
+
+export interface PublishedVersion extends PublishedInput {
+  status: OfficialMeta['status']
+  publishedAt: string
+  updatedAt: string
 }
 
 // ----- source configuration (validated by src/lib/config, consumed by src/lib/registry/sources) -----
@@ -167,4 +198,9 @@ export interface ApiSourceConfig extends SourceConfigBase {
   endpoint: string
 }
 
-export type SourceConfig = FileSourceConfig | ApiSourceConfig
+/** A source fed by `POST …/v0.1/publish` (registry-publish/): its data lives in the store. */
+export interface ManagedSourceConfig extends SourceConfigBase {
+  kind: 'managed'
+}
+
+export type SourceConfig = FileSourceConfig | ApiSourceConfig | ManagedSourceConfig

@@ -11,6 +11,9 @@ import type {RegistryPolicy} from '../registry-authz/registry-policy.ts'
 import type {AuthGate} from './auth-gate.ts'
 import type {Auditor} from '../audit/auditor.ts'
 import {hasDotSegment} from './dot-segments.ts'
+import {matchWritePath, type WriteRoute} from '../registry-publish/paths.ts'
+import type {Publisher, WriteFacts} from '../registry-publish/publisher.ts'
+import {answerWrite} from './write-handler.ts'
 import {isReadMethod, sendErrorBody, sendMethodNotAllowed, sendText} from './respond.ts'
 
 /**
@@ -34,10 +37,18 @@ export interface MainHandlerOptions {
   policy?: (() => RegistryPolicy) | undefined
   /** `serve --audit-log`: registry reads and refused tokens (issue 35). */
   auditor?: Auditor | undefined
+  /** Publishing to managed sources (docs/registry-publish.md); absent → write routes are 404. */
+  publisher?: Publisher | undefined
 }
 
 // Routes that are not registry reads nor refusals: not audited (documents, probes, bad paths).
 const UNAUDITED = new Set(['openapi', 'protected_resource_metadata', 'well_known', 'bad_path'])
+
+/** What one request learns about its caller and, for a write, what it changed. */
+interface Who {
+  caller?: Principal | undefined
+  write?: WriteFacts
+}
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 
@@ -80,7 +91,7 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
   const handle = async (
     req: IncomingMessage,
     res: ServerResponse,
-    who: {caller?: Principal | undefined},
+    who: Who,
   ): Promise<string> => {
     const url = req.url ?? '/'
     const q = url.indexOf('?')
@@ -111,6 +122,22 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
       if (checked === false) return 'unauthorized'
       caller = checked ?? undefined
       who.caller = caller
+    }
+
+    let write: WriteRoute | undefined
+    try {
+      write = matchWritePath(path)
+    } catch (err) {
+      fail(res, err, req)
+      return 'registry_bad_path'
+    }
+    if (write) {
+      if (!opts.publisher) sendErrorBody(res, 404, 'not found')
+      else {
+        who.write = {action: write.kind}
+        await answerWrite(req, res, write, caller, opts.publisher, who.write)
+      }
+      return write.kind
     }
 
     let route: RegistryRoute | undefined
@@ -145,7 +172,7 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
     req: IncomingMessage,
     res: ServerResponse,
     start: number,
-    who: {caller?: Principal | undefined},
+    who: Who,
   ) => {
     if (!opts.auditor || UNAUDITED.has(route)) return
     opts.auditor.registry({
@@ -154,12 +181,13 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
       path: (req.url ?? '/').split('?', 1)[0]!,
       status: res.statusCode,
       durationMs: Math.round((performance.now() - start) * 10) / 10,
+      ...(who.write ? {write: who.write} : {}),
     })
   }
 
   return (req, res) => {
     const start = performance.now()
-    const who: {caller?: Principal | undefined} = {}
+    const who: Who = {}
     handle(req, res, who).then(
       (route) => {
         finish(route, res, start)

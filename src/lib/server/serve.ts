@@ -25,6 +25,7 @@ import {createMainHandler} from './main-handler.ts'
 import {protectedResourceMetadata} from './protected-resource.ts'
 import {createServeStore, describeStorage, openServeStore} from './serve-store.ts'
 import {createSourceRuntime, storeSamples, type SourceRuntime} from './sources.ts'
+import {Publisher} from '../registry-publish/publisher.ts'
 
 /**
  * Starts `toolgate serve` (contract §1): store, initial load of every source, the main server and
@@ -152,6 +153,12 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
     if (auditor) cleanups.push(async () => auditor.close())
     const mainHandler = createMainHandler({
       auditor,
+      publisher: new Publisher({
+        store,
+        managedSourceOf: managedSources(config),
+        sync: (source) => sources.syncNow(source),
+        policy: () => policy?.current(),
+      }),
       store,
       logger: logger.child({component: 'http'}),
       metrics,
@@ -202,6 +209,17 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
     await cleanup()
     throw err
   }
+}
+
+/** Each registry's first managed source: where its publishes go. */
+function managedSources(config: ServeConfig): (registry: string) => string | undefined {
+  const managed = new Set(config.sources.filter((s) => s.kind === 'managed').map((s) => s.name))
+  const byRegistry = new Map<string, string>()
+  for (const r of config.registries) {
+    const first = r.sources.find((s) => managed.has(s))
+    if (first !== undefined) byRegistry.set(r.name, first)
+  }
+  return (registry) => byRegistry.get(registry)
 }
 
 // Bounds on slow clients (slowloris): headers within 10 s, a whole request within 30 s.

@@ -1,3 +1,4 @@
+import {ToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
 import type {SourceSample, StoreSample} from '../metrics/serve-metrics.ts'
 import type {PostgresRegistryStore} from '../registry/postgres-store.ts'
@@ -10,6 +11,8 @@ import type {RegistryStore, SourceConfig, SyncCoordinator} from '../registry/typ
  */
 export interface SourceRuntime {
   start(): Promise<void>
+  /** Syncs one source now (after any sync in progress); throws when that sync failed. */
+  syncNow(source: string): Promise<void>
   isReady(): boolean
   samples(): SourceSample[]
   stop(): Promise<void>
@@ -29,6 +32,12 @@ export function createSourceRuntime(
   })
   return {
     start: () => syncer.start(),
+    syncNow: async (source) => {
+      const stats = await syncer.syncNow(source)
+      // A failed sync keeps the last good data and records why; the caller must not say "done".
+      if (stats.lastError !== undefined)
+        throw new ToolgateError('ERR_STORAGE', `source "${source}" did not sync: ${stats.lastError}`)
+    },
     isReady: () => syncer.isReady(),
     samples: () =>
       syncer.stats().map((s) => ({

@@ -48,6 +48,9 @@ function objectsOnly(store: SqliteRegistryStore): RegistryStore {
     listVersions: (r, n) => store.listVersions(r, n),
     getVersion: (r, n, v) => store.getVersion(r, n, v),
     countVersions: () => store.countVersions(),
+    publishVersion: (s, v, now) => store.publishVersion(s, v, now),
+    setPublishedStatus: (s, n, v, st, now) => store.setPublishedStatus(s, n, v, st, now),
+    publishedVersions: (s) => store.publishedVersions(s),
   }
 }
 

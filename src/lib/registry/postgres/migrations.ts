@@ -74,6 +74,23 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    description: 'versions published to managed sources (registry-publish/)',
+    sql: `
+      CREATE TABLE published_versions (
+        source TEXT COLLATE "C" NOT NULL,
+        name TEXT COLLATE "C" NOT NULL,
+        version TEXT COLLATE "C" NOT NULL,
+        server_json TEXT NOT NULL,
+        status TEXT NOT NULL,
+        published_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        published_by TEXT NOT NULL,
+        PRIMARY KEY (source, name, version)
+      );
+    `,
+  },
 ]
 
 // Any constant works; it only has to differ from other applications' keys on the same database.

@@ -8,7 +8,8 @@ import type {SourceConfig, SyncClaim, SyncCoordinator, SyncLease} from '../types
  *   (another replica synced it less than an interval ago) and `busy` (another is syncing) skip;
  * - at start, `busy` waits for the other replica to finish or its lease to expire, and a source
  *   without an interval (a local file) is synced even when fresh, since only this replica reads
- *   this file at start.
+ *   this file at start;
+ * - a managed source always waits and never counts as fresh (see below).
  */
 export async function claimOrWait(
   coordinator: SyncCoordinator,
@@ -16,7 +17,12 @@ export async function claimOrWait(
   initial: boolean,
   signal: AbortSignal,
 ): Promise<SyncClaim> {
-  const force = initial && config.syncIntervalMs === undefined
+  // A managed source is synced because something was just published to it: that sync must
+  // happen (never skipped as fresh), after any sync in progress elsewhere, which may have read
+  // the published rows before this one was written.
+  const managed = config.kind === 'managed'
+  const force = managed || (initial && config.syncIntervalMs === undefined)
+  const wait = initial || managed
   for (;;) {
     let claim: SyncClaim
     try {
@@ -26,8 +32,9 @@ export async function claimOrWait(
       if (!initial || signal.aborted || !isToolgateError(err, 'ERR_STORAGE_UNAVAILABLE')) throw err
       claim = {kind: 'busy', holder: ''}
     }
-    if (claim.kind !== 'busy' || !initial || signal.aborted) return claim
-    await sleep(Math.min(1000, coordinator.leaseMs / 3), signal)
+    if (claim.kind !== 'busy' || !wait || signal.aborted) return claim
+    // A publish waits on another replica's short sync of the same managed source: poll finely.
+    await sleep(managed ? 100 : Math.min(1000, coordinator.leaseMs / 3), signal)
   }
 }
 

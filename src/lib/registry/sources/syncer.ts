@@ -6,6 +6,7 @@ import {createLogger, type Logger} from '../../log/logger.ts'
 import type {RegistryStore, SourceConfig, SyncCoordinator, SyncLease} from '../types.ts'
 import {ApiLoader} from './api-source.ts'
 import {FilePathLoader, FileUrlLoader} from './file-source.ts'
+import {ManagedLoader} from './managed-source.ts'
 import type {SourceLoader} from './loader.ts'
 import {claimOrWait, keepLease} from './coordinated.ts'
 import {compileNameFilter, type NamePredicate} from './name-filter.ts'
@@ -51,7 +52,7 @@ export interface SourceSyncerOptions {
 
 export interface SourceStats {
   name: string
-  kind: 'file' | 'api'
+  kind: SourceConfig['kind']
   location: string
   /** Loaded successfully at least once. */
   ready: boolean
@@ -136,6 +137,8 @@ export class SourceSyncer {
           client: http(),
           maxPages: options.maxApiPages ?? 10_000,
         })
+      } else if (config.kind === 'managed') {
+        loader = new ManagedLoader(config.name, options.store)
       } else if (config.url !== undefined && config.path === undefined) {
         if (!config.syncIntervalMs) {
           throw new ToolgateError(
