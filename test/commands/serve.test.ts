@@ -250,9 +250,11 @@ describe('public documents', () => {
     assert.deepEqual(Object.keys(doc.paths).sort(), [
       '/.well-known/oauth-protected-resource',
       '/openapi.json',
+      '/registry/{registry}/v0.1/publish',
       '/registry/{registry}/v0.1/servers',
       '/registry/{registry}/v0.1/servers/{serverName}/versions',
       '/registry/{registry}/v0.1/servers/{serverName}/versions/{version}',
+      '/registry/{registry}/v0.1/servers/{serverName}/versions/{version}/status',
     ])
     const list = doc.paths['/registry/{registry}/v0.1/servers']!.get
     assert.deepEqual(

@@ -179,7 +179,9 @@ export function lintConfig(
 
 function detectModel(asts: Ast[]): LintModel {
   const text = JSON.stringify(asts)
-  return /"(Server|Registry)"|"(list_servers|get_server|publish|set_status)"/.test(text) ? 'registry' : 'proxy'
+  return /"(Server|Registry)"|"(list_servers|get_server|publish|set_status)"/.test(text)
+    ? 'registry'
+    : 'proxy'
 }
 
 interface Read {

@@ -1,5 +1,6 @@
 import {OFFICIAL_META_KEY} from '../registry/types.ts'
 import {DEFAULT_LIMIT, MAX_LIMIT} from './query.ts'
+import {SCHEMA_ERRORS, writePaths} from '../registry-publish/openapi-paths.ts'
 
 /**
  * The OpenAPI 3.1 document served at `GET /openapi.json` (contract §1): every route of the main
@@ -135,6 +136,7 @@ export function buildOpenApi(opts: OpenApiOptions): object {
           },
         },
       },
+      ...writePaths({security, registryParam, serverNameParam, common, errorResponse, json, ref}),
       '/.well-known/oauth-protected-resource': {
         get: {
           operationId: 'getProtectedResourceMetadata',
@@ -172,6 +174,7 @@ export function buildOpenApi(opts: OpenApiOptions): object {
       },
       schemas: {
         Error: {type: 'object', required: ['error'], properties: {error: {type: 'string'}}},
+        SchemaErrors: SCHEMA_ERRORS,
         ServerJson: {
           type: 'object',
           description: 'An MCP server.json document.',

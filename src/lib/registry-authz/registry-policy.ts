@@ -148,7 +148,9 @@ export class RegistryPolicy {
       ? new Authorizer(
           {
             ...this.#config,
-            policies: Object.fromEntries(ids.map((id) => [id, this.#config.policies[id] as string])),
+            policies: Object.fromEntries(
+              ids.map((id) => [id, this.#config.policies[id] as string]),
+            ),
           },
           {logger: this.#options.logger, cacheSize: 0},
         )

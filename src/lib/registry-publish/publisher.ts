@@ -126,7 +126,10 @@ export class Publisher {
       // A version the caller may not even see is "not found", as on the read routes: a refusal
       // must not tell a caller that a server hidden from them exists.
       const policy = this.#o.policy()
-      if (policy && !policy.viewer(caller).allows('get_server', registry, name, version, () => entry))
+      if (
+        policy &&
+        !policy.viewer(caller).allows('get_server', registry, name, version, () => entry)
+      )
         throw new ToolgateError('ERR_NOT_FOUND', 'not found')
       throw err
     }
@@ -192,7 +195,8 @@ export class Publisher {
 
   async #served(registry: string, name: string, version: string): Promise<ServerEntry> {
     const entry = await this.#o.store.getVersion(registry, name, version)
-    if (!entry) throw new ToolgateError('ERR_INTERNAL', `published ${name} ${version} is not served`)
+    if (!entry)
+      throw new ToolgateError('ERR_INTERNAL', `published ${name} ${version} is not served`)
     return entry
   }
 }
@@ -237,7 +241,10 @@ function statusOf(body: unknown): OfficialMeta['status'] {
   }
   const status = (body as {status?: unknown}).status
   if (typeof status !== 'string' || !STATUSES.has(status)) {
-    throw new ToolgateError('ERR_BAD_PARAMETER', '/status: must be one of active, deprecated, deleted')
+    throw new ToolgateError(
+      'ERR_BAD_PARAMETER',
+      '/status: must be one of active, deprecated, deleted',
+    )
   }
   return status as OfficialMeta['status']
 }

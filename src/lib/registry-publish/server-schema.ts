@@ -5,7 +5,8 @@
  * packages and remotes with their transports) and lets unknown fields through, as the official
  * schema does at the top level, so a newer client's extra fields are not an error.
  */
-export const SERVER_SCHEMA_ID = 'https://static.modelcontextprotocol.io/schemas/2025-09-29/server.schema.json'
+export const SERVER_SCHEMA_ID =
+  'https://static.modelcontextprotocol.io/schemas/2025-09-29/server.schema.json'
 
 const exactVersion = {
   type: 'string',

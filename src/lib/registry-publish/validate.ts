@@ -17,7 +17,12 @@ let compiled: ValidateFunction | undefined
 
 function validator(): ValidateFunction {
   if (!compiled) {
-    const ajv = new Ajv({allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true})
+    const ajv = new Ajv({
+      allErrors: true,
+      strict: true,
+      strictRequired: false,
+      allowUnionTypes: true,
+    })
     addFormats(ajv, ['uri'])
     compiled = ajv.compile(SERVER_SCHEMA)
   }

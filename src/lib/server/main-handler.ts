@@ -88,11 +88,7 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
     else res.destroy()
   }
 
-  const handle = async (
-    req: IncomingMessage,
-    res: ServerResponse,
-    who: Who,
-  ): Promise<string> => {
+  const handle = async (req: IncomingMessage, res: ServerResponse, who: Who): Promise<string> => {
     const url = req.url ?? '/'
     const q = url.indexOf('?')
     const path = q === -1 ? url : url.slice(0, q)

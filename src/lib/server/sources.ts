@@ -36,7 +36,10 @@ export function createSourceRuntime(
       const stats = await syncer.syncNow(source)
       // A failed sync keeps the last good data and records why; the caller must not say "done".
       if (stats.lastError !== undefined)
-        throw new ToolgateError('ERR_STORAGE', `source "${source}" did not sync: ${stats.lastError}`)
+        throw new ToolgateError(
+          'ERR_STORAGE',
+          `source "${source}" did not sync: ${stats.lastError}`,
+        )
     },
     isReady: () => syncer.isReady(),
     samples: () =>

@@ -168,6 +168,16 @@ const BAD: [string, unknown, RegExp][] = [
     /^sources\[0\]: needs exactly one/,
   ],
   [
+    'managed source with options it does not have',
+    {sources: [{name: 'a', managed: {path: '/x'}}], auth: {mode: 'anonymous'}},
+    /^sources\[0\]\.managed\.path: unknown key/,
+  ],
+  [
+    'managed source that is also a file source',
+    {sources: [{name: 'a', managed: {}, file: {path: '/x'}}], auth: {mode: 'anonymous'}},
+    /^sources\[0\]: needs exactly one of "file", "api" or "managed"/,
+  ],
+  [
     'api source without interval',
     {sources: [{name: 'a', api: {endpoint: 'https://e.example'}}], auth: {mode: 'anonymous'}},
     /^sources\[0\]\.syncPolicy\.interval: is required/,

@@ -46,7 +46,7 @@ describe('PostgresRegistryStore', {skip: postgresMissing}, () => {
       for (const s of stores) assert.deepEqual(await s.schemaVersions(), [1, 2])
       const cluster = await pgCluster()
       const db = new URL(url).pathname.slice(1)
-      assert.equal((await cluster.psql('SELECT count(*) FROM schema_migrations', db)).trim(), '1')
+      assert.equal((await cluster.psql('SELECT count(*) FROM schema_migrations', db)).trim(), '2')
     } finally {
       await Promise.all(stores.map((s) => s.close()))
     }
