@@ -12,6 +12,11 @@ import ClientRemove from './commands/client/remove.ts'
 import ClientSetup from './commands/client/setup.ts'
 import DoctorNetwork from './commands/doctor/network.ts'
 import List from './commands/list.ts'
+import RegistryList from './commands/registry/list.ts'
+import RegistryPublish from './commands/registry/publish.ts'
+import RegistrySearch from './commands/registry/search.ts'
+import RegistryShow from './commands/registry/show.ts'
+import RegistryStatus from './commands/registry/status.ts'
 import Logs from './commands/logs.ts'
 import Proxy from './commands/proxy.ts'
 import ProxyStdio from './commands/proxy/stdio.ts'
@@ -43,6 +48,11 @@ export const COMMANDS = {
   proxy: Proxy,
   'proxy:stdio': ProxyStdio,
   'proxy:tunnel': ProxyTunnel,
+  'registry:list': RegistryList,
+  'registry:publish': RegistryPublish,
+  'registry:search': RegistrySearch,
+  'registry:show': RegistryShow,
+  'registry:status': RegistryStatus,
   rm: Rm,
   run: Run,
   stop: Stop,
