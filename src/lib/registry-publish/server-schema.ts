@@ -1,12 +1,13 @@
 /**
  * The server.json a publish must match: our JSON Schema (draft-07) of the MCP registry's
- * server.json as of its 2025-09-29 schema, checked with ajv. It holds what the official registry
+ * server.json as of its 2025-12-11 schema (the current one), checked with ajv. It holds what the official registry
  * refuses (name shape and length, a description of 1–100 characters, exact versions only, typed
  * packages and remotes with their transports) and lets unknown fields through, as the official
- * schema does at the top level, so a newer client's extra fields are not an error.
+ * schema does at the top level, so a newer client's extra fields are not an error. A package's
+ * `version` is optional (an OCI identifier carries its tag); when given it is one exact version.
  */
 export const SERVER_SCHEMA_ID =
-  'https://static.modelcontextprotocol.io/schemas/2025-09-29/server.schema.json'
+  'https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json'
 
 const exactVersion = {
   type: 'string',
