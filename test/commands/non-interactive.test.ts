@@ -232,6 +232,47 @@ const ROWS: Record<string, Row[]> = {
       why: 'a missing file ends at once',
     },
   ],
+  // No registry reachable here (port 9 refuses): each ends with its error, none asks anything.
+  'registry:list': [
+    {
+      argv: () => ['registry', 'list', '--registry', 'http://127.0.0.1:9/registry/x'],
+      expect: {ends: 69},
+      why: 'the registry is unreachable: says so and ends',
+    },
+    {
+      argv: () => ['registry', 'list', '--registry', 'http://127.0.0.1:9', '--remote-auth'],
+      expect: {ends: 'non-zero'},
+      why: 'a login would need a person: refused under CI, no browser',
+    },
+  ],
+  'registry:search': [
+    {
+      argv: () => ['registry', 'search', 'x', '--registry', 'http://127.0.0.1:9'],
+      expect: {ends: 69},
+      why: 'unreachable: ends',
+    },
+  ],
+  'registry:show': [
+    {
+      argv: () => ['registry', 'show', 'io.x/y', '--registry', 'http://127.0.0.1:9'],
+      expect: {ends: 69},
+      why: 'unreachable: ends',
+    },
+  ],
+  'registry:publish': [
+    {
+      argv: () => ['registry', 'publish', '-'],
+      expect: {ends: 2},
+      why: 'no registry named: a usage error, stdin (closed) is never waited on',
+    },
+  ],
+  'registry:status': [
+    {
+      argv: () => ['registry', 'status', 'io.x/y@1.0.0', 'deleted'],
+      expect: {ends: 2},
+      why: 'no registry named: a usage error',
+    },
+  ],
   'doctor:network': [
     {argv: () => ['doctor', 'network'], expect: {ends: 0}, why: 'prints the settings and ends'},
   ],

@@ -298,6 +298,7 @@ describe('toolgate registry against a registry in the official format', () => {
     const rows = r.stdout.trim().split('\n')
     assert.equal(rows.length, 238, 'header and 237 rows')
     assert.equal(r.stderr, '', 'nothing more to say: all shown')
+    // eslint-disable-next-line no-control-regex -- control characters are what must not appear
     assert.doesNotMatch(r.stdout, /\u001b|\u0007/, 'no escape sequence reaches the terminal')
     assert.match(r.stdout, /io\.github\.user007\/server +1\.0\.0 +active +streamable-http +Evil/)
     assert.deepEqual(

@@ -11,7 +11,7 @@ export default class RegistryList extends BaseCommand {
     'TOOLGATE_REGISTRY=https://registry.example.com/registry/team <%= config.bin %> registry list --remote-auth --remote-auth-issuer https://idp.example.com',
   ]
 
-  static override flags = {...listFlags, ...registryFlags(false)}
+  static override flags = {...listFlags, ...registryFlags}
 
   async run(): Promise<void> {
     const {flags} = await this.parse(RegistryList)

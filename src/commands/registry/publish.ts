@@ -21,12 +21,14 @@ export default class RegistryPublish extends BaseCommand {
     FILE: Args.string({description: 'The server.json file, or - for stdin.', required: true}),
   }
 
-  static override flags = registryFlags(true)
+  static override flags = {...registryFlags}
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(RegistryPublish)
     const {configureFromFlags} = await import('../../lib/network/settings.ts')
     configureFromFlags(flags)
+    const r = await import('../../lib/registry-client/commands.ts')
+    r.registryBase(flags, true) // which registry, before waiting on stdin
     const where = args.FILE === '-' ? 'stdin' : args.FILE
     let text: string
     try {
@@ -37,7 +39,6 @@ export default class RegistryPublish extends BaseCommand {
     }
     if (Buffer.byteLength(text) > MAX_FILE_BYTES)
       throw new ToolgateError('ERR_USAGE', `${where}: larger than 256 KiB; not a server.json`)
-    const r = await import('../../lib/registry-client/commands.ts')
     await r.withRegistry(flags, true, this.makeLogger(flags), (client) =>
       r.publishFile(client, text, where, flags.json, stdio),
     )

@@ -8,19 +8,18 @@ import {remoteAuthFlags} from '../remote-auth-flags.ts'
  * auth flags of `proxy`: bearer token, or `--remote-auth` with browser, device and
  * client_credentials logins) and the network.
  */
-export const registryFlags = (required: boolean) => ({
+export const registryFlags = {
   registry: Flags.string({
-    description: required
-      ? 'Base URL of the registry API (toolgate serve: https://host/registry/NAME), or env TOOLGATE_REGISTRY.'
-      : 'Base URL of the registry API (toolgate serve: https://host/registry/NAME), or env TOOLGATE_REGISTRY [default: the official MCP registry].',
+    description:
+      'Base URL of the registry API (toolgate serve: https://host/registry/NAME), or env TOOLGATE_REGISTRY [default for reading: the official MCP registry].',
     env: 'TOOLGATE_REGISTRY',
     helpGroup: 'REGISTRY',
   }),
   ...grouped(remoteAuthFlags, 'OUTGOING AUTH'),
-  'remote-auth-bearer-token': {...outgoingAuthFlags['remote-auth-bearer-token']},
-  'remote-auth-bearer-token-file': {...outgoingAuthFlags['remote-auth-bearer-token-file']},
+  'remote-auth-bearer-token': outgoingAuthFlags['remote-auth-bearer-token'],
+  'remote-auth-bearer-token-file': outgoingAuthFlags['remote-auth-bearer-token-file'],
   ...networkFlags,
-})
+}
 
 /** What to list: filters (sent to the registry, applied there) and how much. */
 export const listFlags = {

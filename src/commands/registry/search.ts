@@ -16,7 +16,7 @@ export default class RegistrySearch extends BaseCommand {
     TEXT: Args.string({description: 'Text to look for.', required: true}),
   }
 
-  static override flags = {...listFlags, ...registryFlags(false)}
+  static override flags = {...listFlags, ...registryFlags}
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(RegistrySearch)

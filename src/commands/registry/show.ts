@@ -16,7 +16,7 @@ export default class RegistryShow extends BaseCommand {
     SERVER: Args.string({description: 'namespace/name[@version]', required: true}),
   }
 
-  static override flags = registryFlags(false)
+  static override flags = {...registryFlags}
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(RegistryShow)

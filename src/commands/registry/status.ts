@@ -20,7 +20,7 @@ export default class RegistryStatus extends BaseCommand {
     }),
   }
 
-  static override flags = registryFlags(true)
+  static override flags = {...registryFlags}
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(RegistryStatus)

@@ -24,12 +24,8 @@ export interface Out {
   note(text: string): void
 }
 
-export async function withRegistry<T>(
-  flags: CommonFlags,
-  required: boolean,
-  logger: Logger,
-  fn: (client: RegistryClient) => Promise<T>,
-): Promise<T> {
+/** The registry to talk to: --registry or TOOLGATE_REGISTRY; for reading, the official one. */
+export function registryBase(flags: {registry?: string}, required: boolean): URL {
   const base = flags.registry ?? (required ? undefined : OFFICIAL_REGISTRY)
   if (base === undefined) {
     throw new ToolgateError(
@@ -37,7 +33,16 @@ export async function withRegistry<T>(
       'which registry? pass --registry https://host/registry/NAME or set TOOLGATE_REGISTRY',
     )
   }
-  const url = parseRegistryBase(base)
+  return parseRegistryBase(base)
+}
+
+export async function withRegistry<T>(
+  flags: CommonFlags,
+  required: boolean,
+  logger: Logger,
+  fn: (client: RegistryClient) => Promise<T>,
+): Promise<T> {
+  const url = registryBase(flags, required)
   const creds = await registryCredentials(flags, url.href, {logger, json: flags.json})
   const client = new RegistryClient(url.href, creds.token ? {token: creds.token} : {})
   try {
@@ -68,7 +73,7 @@ export async function listEntries(
   const shown: ServerEntry[] = []
   const it = client.entries(o.filters, o.max)
   let count = 0
-  let more = false
+  let more: boolean
   for (;;) {
     const next = await it.next()
     if (next.done) {
