@@ -9,6 +9,7 @@ import {Checker} from './checker.ts'
 import {checkPostgres, type PostgresStorage} from './serve-config-postgres.ts'
 import {checkAuth, type AuthConfig, type AuthMode} from './serve-config-auth.ts'
 import {checkRegistryAuthz, type RegistryAuthzSpec} from './serve-config-authz.ts'
+import {checkRateLimits, type RateLimitsConfig} from './serve-config-rate-limits.ts'
 import {checkRegistries, checkSources} from './serve-config-sources.ts'
 import {absPath, checkReadableFile} from './config-fields.ts'
 import type {NetworkOptions} from '../network/settings.ts'
@@ -32,6 +33,8 @@ export interface ServeConfig {
   authz?: RegistryAuthzSpec
   /** `network`: the outbound proxy and extra trust (issue 34); flags win over it. */
   network?: NetworkOptions
+  /** `rateLimits`: token buckets per caller for reads (off unless set) and publishing. */
+  rateLimits: RateLimitsConfig
   /** Absolute path of the file this came from; undefined for the built-in empty config. */
   file?: string
 }
@@ -107,7 +110,8 @@ export function validateServeConfig(
 ): ServeConfig {
   const c = new Checker()
   const baseDir = options.baseDir ?? process.cwd()
-  const root = c.object(doc, '', ['sources', 'registries', 'storage', 'auth', 'network']) ?? {}
+  const root =
+    c.object(doc, '', ['sources', 'registries', 'storage', 'auth', 'network', 'rateLimits']) ?? {}
 
   const sources = checkSources(c, root.sources, baseDir)
   const registries = checkRegistries(c, root.registries, sources)
@@ -120,6 +124,7 @@ export function validateServeConfig(
       : undefined
 
   const network = checkNetwork(c, root.network, baseDir)
+  const rateLimits = checkRateLimits(c, root.rateLimits)
   if (c.problems.length > 0) {
     const where = file ? `config file ${file}` : 'configuration'
     const lines = c.problems.map((p) => `  ${p.path}: ${p.message}`).join('\n')
@@ -134,6 +139,7 @@ export function validateServeConfig(
     auth,
     ...(authz ? {authz} : {}),
     ...(network ? {network} : {}),
+    rateLimits,
     ...(file ? {file} : {}),
   }
 }

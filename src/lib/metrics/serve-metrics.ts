@@ -28,6 +28,8 @@ export interface StoreSample {
 export interface ServeMetrics {
   registry: MetricsRegistry
   observeRequest(route: string, status: number, seconds: number): void
+  /** A request refused by a rate limit (`read` or `publish`). */
+  rateLimited(kind: string): void
   /** Where the per-source totals come from (read at scrape time). */
   setSourceSamples(fn: () => SourceSample[]): void
   /** Where the number of stored versions comes from (read at scrape time). */
@@ -58,6 +60,13 @@ export function createServeMetrics(): ServeMetrics {
       'route',
       'status',
     ]),
+  )
+  const limited = registry.register(
+    new Counter(
+      'toolgate_rate_limited_total',
+      'Requests refused with 429 by a rate limit (rateLimits), by kind.',
+      ['kind'],
+    ),
   )
   const latency = registry.register(
     new Histogram(
@@ -190,6 +199,9 @@ export function createServeMetrics(): ServeMetrics {
 
   return {
     registry,
+    rateLimited(kind) {
+      limited.inc([kind])
+    },
     observeRequest(route, status, seconds) {
       const labels = [route, statusLabel(status)]
       requests.inc(labels)

@@ -14,6 +14,7 @@ import {hasDotSegment} from './dot-segments.ts'
 import {matchWritePath, type WriteRoute} from '../registry-publish/paths.ts'
 import type {Publisher, WriteFacts} from '../registry-publish/publisher.ts'
 import {answerWrite} from './write-handler.ts'
+import type {RateLimiter} from './rate-limit.ts'
 import {isReadMethod, sendErrorBody, sendMethodNotAllowed, sendText} from './respond.ts'
 
 /**
@@ -39,6 +40,8 @@ export interface MainHandlerOptions {
   auditor?: Auditor | undefined
   /** Publishing to managed sources (docs/registry-publish.md); absent → write routes are 404. */
   publisher?: Publisher | undefined
+  /** `rateLimits`: per-caller buckets for registry reads (optional) and writes. */
+  limits?: {read?: RateLimiter | undefined; publish: RateLimiter} | undefined
 }
 
 // Routes that are not registry reads nor refusals: not audited (documents, probes, bad paths).
@@ -48,6 +51,17 @@ const UNAUDITED = new Set(['openapi', 'protected_resource_metadata', 'well_known
 interface Who {
   caller?: Principal | undefined
   write?: WriteFacts
+}
+
+/**
+ * Whose bucket a request takes from: the token's provider and subject, or without a token the
+ * client's address (an IPv4-mapped IPv6 address counts as the IPv4 one). Forwarding headers are
+ * not believed: any client can write them.
+ */
+function callerKey(caller: Principal | undefined, req: IncomingMessage): string {
+  if (caller) return `p\0${caller.provider}\0${caller.subject}`
+  const address = req.socket.remoteAddress ?? ''
+  return `a\0${address.startsWith('::ffff:') ? address.slice(7) : address}`
 }
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
@@ -86,6 +100,23 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
     })
     if (!res.headersSent) sendErrorBody(res, 500, 'internal server error')
     else res.destroy()
+  }
+
+  /** Takes a token from the caller's bucket; answers 429 with Retry-After when there is none. */
+  const limited = (
+    limiter: RateLimiter | undefined,
+    kind: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+    caller: Principal | undefined,
+  ): boolean => {
+    if (!limiter) return false
+    const taken = limiter.take(callerKey(caller, req))
+    if (taken.ok) return false
+    metrics.rateLimited(kind)
+    const after = String(taken.retryAfterSeconds)
+    sendErrorBody(res, 429, `rate limit exceeded; retry after ${after} s`, {'retry-after': after})
+    return true
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse, who: Who): Promise<string> => {
@@ -128,9 +159,10 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
       return 'registry_bad_path'
     }
     if (write) {
+      who.write = {action: write.kind}
+      if (limited(opts.limits?.publish, 'publish', req, res, caller)) return 'rate_limited'
       if (!opts.publisher) sendErrorBody(res, 404, 'not found')
       else {
-        who.write = {action: write.kind}
         await answerWrite(req, res, write, caller, opts.publisher, who.write)
       }
       return write.kind
@@ -149,6 +181,7 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
       sendErrorBody(res, 404, 'not found')
       return 'not_found'
     }
+    if (limited(opts.limits?.read, 'read', req, res, caller)) return 'rate_limited'
     if (!isReadMethod(req.method)) sendMethodNotAllowed(res)
     else {
       try {

@@ -26,6 +26,7 @@ import {protectedResourceMetadata} from './protected-resource.ts'
 import {createServeStore, describeStorage, openServeStore} from './serve-store.ts'
 import {createSourceRuntime, storeSamples, type SourceRuntime} from './sources.ts'
 import {Publisher} from '../registry-publish/publisher.ts'
+import {RateLimiter} from './rate-limit.ts'
 
 /**
  * Starts `toolgate serve` (contract §1): store, initial load of every source, the main server and
@@ -153,6 +154,10 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
     if (auditor) cleanups.push(async () => auditor.close())
     const mainHandler = createMainHandler({
       auditor,
+      limits: {
+        read: config.rateLimits.read && new RateLimiter(config.rateLimits.read),
+        publish: new RateLimiter(config.rateLimits.publish),
+      },
       publisher: new Publisher({
         store,
         managedSourceOf: managedSources(config),
@@ -174,7 +179,8 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
       gate:
         oauth && authenticator
           ? createAuthGate(oauth, authenticator, logger.child({component: 'auth'}), {
-              identifyOnPublicPaths: policy !== undefined,
+              // Who is calling matters on a public path to the policy and to per-caller limits.
+              identifyOnPublicPaths: policy !== undefined || config.rateLimits.read !== undefined,
             })
           : undefined,
     })
