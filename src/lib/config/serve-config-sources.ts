@@ -2,6 +2,7 @@ import type {RegistryDefinition, SourceConfig} from '../registry/types.ts'
 import {Checker, isDnsLabel, join} from './checker.ts'
 import {parseDuration} from './duration.ts'
 import {absPath, checkUrl} from './config-fields.ts'
+import {checkGit} from './serve-config-git.ts'
 
 /** `sources` and `registries` of the serve configuration (contract §1 "Configuration file shape"). */
 export const DEFAULT_REGISTRY = 'default'
@@ -13,7 +14,7 @@ export function checkSources(c: Checker, value: unknown, baseDir: string): Sourc
   const seen = new Set<string>()
   list.forEach((item, i) => {
     const p = `sources[${i}]`
-    const o = c.object(item, p, ['name', 'file', 'api', 'managed', 'syncPolicy', 'filter'])
+    const o = c.object(item, p, ['name', 'file', 'api', 'managed', 'git', 'syncPolicy', 'filter'])
     if (!o) return
     const name = checkUniqueLabel(c, o.name, join(p, 'name'), seen, 'source')
     const syncIntervalMs = checkSyncPolicy(c, o.syncPolicy, join(p, 'syncPolicy'))
@@ -23,9 +24,17 @@ export function checkSources(c: Checker, value: unknown, baseDir: string): Sourc
       ...(syncIntervalMs !== undefined ? {syncIntervalMs} : {}),
       ...(filter ? {filter} : {}),
     }
-    const kinds = [o.file, o.api, o.managed].filter((k) => k !== undefined).length
+    const kinds = [o.file, o.api, o.managed, o.git].filter((k) => k !== undefined).length
     if (kinds !== 1) {
-      c.add(p, 'needs exactly one of "file", "api" or "managed"')
+      c.add(p, 'needs exactly one of "file", "api", "managed" or "git"')
+      return
+    }
+    if (o.git !== undefined) {
+      const git = checkGit(c, o.git, join(p, 'git'), baseDir)
+      // Nothing tells us a repository moved: it is polled, so the interval is required.
+      if (syncIntervalMs === undefined)
+        c.add(join(p, 'syncPolicy.interval'), 'is required for a git source')
+      if (git) out.push({kind: 'git', ...git, ...common})
       return
     }
     if (o.managed !== undefined) {

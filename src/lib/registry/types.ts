@@ -198,9 +198,29 @@ export interface ApiSourceConfig extends SourceConfigBase {
   endpoint: string
 }
 
+/** A registry file in a git repository, fetched with the system git (sources/git-source.ts). */
+export interface GitSourceConfig extends SourceConfigBase {
+  kind: 'git'
+  url: string
+  /** Branch, tag or commit; default the remote's HEAD. */
+  ref?: string
+  /** The registry file's path inside the repository. */
+  path: string
+  /** https: a token sent as the password of HTTP Basic (user `username`). */
+  tokenFile?: string
+  username?: string
+  /** ssh: the private key, and the known_hosts the server must be in. */
+  sshKeyFile?: string
+  knownHostsFile?: string
+}
+
 /** A source fed by `POST …/v0.1/publish` (registry-publish/): its data lives in the store. */
 export interface ManagedSourceConfig extends SourceConfigBase {
   kind: 'managed'
 }
 
-export type SourceConfig = FileSourceConfig | ApiSourceConfig | ManagedSourceConfig
+export type SourceConfig =
+  | FileSourceConfig
+  | ApiSourceConfig
+  | ManagedSourceConfig
+  | GitSourceConfig

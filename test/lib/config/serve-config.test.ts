@@ -175,7 +175,7 @@ const BAD: [string, unknown, RegExp][] = [
   [
     'managed source that is also a file source',
     {sources: [{name: 'a', managed: {}, file: {path: '/x'}}], auth: {mode: 'anonymous'}},
-    /^sources\[0\]: needs exactly one of "file", "api" or "managed"/,
+    /^sources\[0\]: needs exactly one of "file", "api", "managed" or "git"/,
   ],
   [
     'api source without interval',

@@ -6,10 +6,22 @@ export interface LoadResult {
   records: RecordStream
   /** Whether the records' official `_meta` comes from an upstream registry we trust (api sources). */
   trustOfficialMeta: boolean
+  /** What was loaded (a git commit), handed back as `lastVersion` once it synced. */
+  version?: string
+}
+
+/** A loader that can tell its data has not moved since the last good sync (a git commit). */
+export interface Unchanged {
+  unchanged: true
+  version: string
 }
 
 export interface SourceLoader {
   /** Human location for logs and errors (a file path or a URL without query or credentials). */
   readonly location: string
-  load(signal?: AbortSignal): Promise<LoadResult>
+  /**
+   * `lastVersion`: the `version` of the last load that synced successfully, if the loader gave
+   * one; a loader whose data is still at that version may answer `unchanged`.
+   */
+  load(signal?: AbortSignal, lastVersion?: string): Promise<LoadResult | Unchanged>
 }

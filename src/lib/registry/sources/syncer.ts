@@ -7,6 +7,7 @@ import type {RegistryStore, SourceConfig, SyncCoordinator, SyncLease} from '../t
 import {ApiLoader} from './api-source.ts'
 import {FilePathLoader, FileUrlLoader} from './file-source.ts'
 import {ManagedLoader} from './managed-source.ts'
+import {defaultGitDir, GitLoader} from './git-source.ts'
 import type {SourceLoader} from './loader.ts'
 import {claimOrWait, keepLease} from './coordinated.ts'
 import {compileNameFilter, type NamePredicate} from './name-filter.ts'
@@ -48,6 +49,8 @@ export interface SourceSyncerOptions {
    * replica holding its lease, at most once per interval across all replicas (see coordinated.ts).
    */
   coordinator?: SyncCoordinator
+  /** Where git sources keep their clones; default `<XDG data>/toolgate/git-sources`. */
+  gitDir?: string
 }
 
 export interface SourceStats {
@@ -85,6 +88,8 @@ interface SourceState {
   timer: NodeJS.Timeout | undefined
   debounce: NodeJS.Timeout | undefined
   watcher: FSWatcher | undefined
+  /** The loader's `version` of the last successful sync (a git commit). */
+  lastVersion: string | undefined
 }
 
 export class SourceSyncer {
@@ -139,6 +144,8 @@ export class SourceSyncer {
         })
       } else if (config.kind === 'managed') {
         loader = new ManagedLoader(config.name, options.store)
+      } else if (config.kind === 'git') {
+        loader = new GitLoader(config, options.gitDir ?? defaultGitDir())
       } else if (config.url !== undefined && config.path === undefined) {
         if (!config.syncIntervalMs) {
           throw new ToolgateError(
@@ -176,6 +183,7 @@ export class SourceSyncer {
         timer: undefined,
         debounce: undefined,
         watcher: undefined,
+        lastVersion: undefined,
       })
     }
   }
@@ -340,9 +348,18 @@ export class SourceSyncer {
     stats.lastAttemptAt = this.#now()
     syncPhase(config.name, 'reading')
     try {
-      const loaded = await loader.load(this.#abort.signal)
+      // On a shared store another replica may have synced other data since this one's last
+      // sync, so "unchanged since my last sync" proves nothing there: always load.
+      const last = this.#coordinator ? undefined : state.lastVersion
+      const loaded = await loader.load(this.#abort.signal, last)
       if (this.#stopped) {
         if (lease) await this.#coordinator!.abandonSync(config.name, lease).catch(() => undefined)
+        return
+      }
+      if ('unchanged' in loaded) {
+        Object.assign(stats, {ready: true, lastSuccessAt: this.#now(), lastError: undefined})
+        stats.syncs++
+        this.#log.debug('registry source unchanged', {source: config.name, version: loaded.version})
         return
       }
       const {records} = loaded
@@ -364,6 +381,7 @@ export class SourceSyncer {
       if (invalid > MAX_INVALID_LOGGED) {
         this.#log.warn('registry records skipped', {source: config.name, count: invalid})
       }
+      state.lastVersion = loaded.version
       Object.assign(stats, {
         ready: true,
         lastSuccessAt: this.#now(),

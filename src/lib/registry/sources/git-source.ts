@@ -1,0 +1,186 @@
+import {execFile} from 'node:child_process'
+import {createHash} from 'node:crypto'
+import {existsSync, mkdirSync} from 'node:fs'
+import {join} from 'node:path'
+import {xdgDirs} from '../../config/xdg.ts'
+import {ToolgateError} from '../../errors.ts'
+import {readSecretFile} from '../../fs/secret-file.ts'
+import type {GitSourceConfig} from '../types.ts'
+import {streamRegistryDocument} from './document.ts'
+import {MAX_DOCUMENT_BYTES} from './file-source.ts'
+import type {LoadResult, SourceLoader, Unchanged} from './loader.ts'
+import {describeUrl} from './location.ts'
+
+/**
+ * A `git` source (docs/registry-publish.md "Git sources"): a registry file in a git repository,
+ * fetched with the system git — shallow, one commit, into a bare repository of its own under the
+ * data directory — and read at that commit. A sync whose commit is the last good one changes
+ * nothing; a new commit whose file is broken fails the sync, and the last good data stays served.
+ *
+ * Credentials never reach a command line (other users see those in `ps`) nor a log: the token
+ * goes to git as configuration in its environment, the ssh key as an ssh option in
+ * GIT_SSH_COMMAND. Only the transports named in GIT_ALLOW_PROTOCOL run: `ext::` (which runs a
+ * command) and friends are refused by git itself.
+ */
+const ALLOWED_PROTOCOLS = 'https:http:ssh:git:file'
+const GIT_TIMEOUT_MS = 120_000
+
+export function defaultGitDir(env: NodeJS.ProcessEnv = process.env): string {
+  return join(xdgDirs(env).data, 'git-sources')
+}
+
+export class GitLoader implements SourceLoader {
+  readonly location: string
+  readonly #config: GitSourceConfig
+  readonly #dir: string
+
+  constructor(config: GitSourceConfig, gitRoot: string) {
+    this.#config = config
+    const ref = config.ref ?? 'HEAD'
+    this.location = `${describeGitUrl(config.url)} ${ref}:${config.path}`
+    // One repository per source and URL: a changed URL starts clean instead of mixing histories.
+    const id = createHash('sha256').update(config.url).digest('hex').slice(0, 12)
+    this.#dir = join(gitRoot, `${config.name}-${id}.git`)
+  }
+
+  async load(signal?: AbortSignal, lastVersion?: string): Promise<LoadResult | Unchanged> {
+    if (!existsSync(join(this.#dir, 'HEAD'))) {
+      mkdirSync(this.#dir, {recursive: true, mode: 0o700})
+      await this.#git(['init', '--quiet', '--bare', this.#dir], signal, false)
+    }
+    const ref = this.#config.ref ?? 'HEAD'
+    await this.#git(
+      [
+        '--git-dir',
+        this.#dir,
+        'fetch',
+        '--quiet',
+        '--depth=1',
+        '--no-tags',
+        '--',
+        this.#config.url,
+        ref,
+      ],
+      signal,
+      true,
+    )
+    const commit = (
+      await this.#git(
+        ['--git-dir', this.#dir, 'rev-parse', '--verify', 'FETCH_HEAD^{commit}'],
+        signal,
+        false,
+      )
+    )
+      .toString()
+      .trim()
+    if (commit === lastVersion) return {unchanged: true, version: commit}
+    let bytes: Buffer
+    try {
+      bytes = await this.#git(
+        ['--git-dir', this.#dir, 'show', `${commit}:${this.#config.path}`],
+        signal,
+        false,
+      )
+    } catch (err) {
+      throw new ToolgateError(
+        'ERR_SOURCE_LOAD',
+        `${this.location}: no such file at commit ${commit.slice(0, 12)}`,
+        {cause: err},
+      )
+    }
+    return {
+      records: streamRegistryDocument(bytes, `${this.location} (${commit.slice(0, 12)})`),
+      trustOfficialMeta: false,
+      version: commit,
+    }
+  }
+
+  /** Runs git with a bounded time and output; its own words (never credentials) in errors. */
+  #git(args: string[], signal: AbortSignal | undefined, remote: boolean): Promise<Buffer> {
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      LANG: 'C',
+      GIT_TERMINAL_PROMPT: '0',
+      GIT_ALLOW_PROTOCOL: ALLOWED_PROTOCOLS,
+      // Never the user's or the system's git config (credential helpers, url rewrites, hooks).
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_GLOBAL: '/dev/null',
+    }
+    if (remote) Object.assign(env, this.#credentials())
+    return new Promise((resolve, reject) => {
+      execFile(
+        'git',
+        args,
+        {env, encoding: 'buffer', maxBuffer: MAX_DOCUMENT_BYTES, timeout: GIT_TIMEOUT_MS, signal},
+        (err, stdout, stderr) => {
+          if (!err) return resolve(stdout)
+          const code = (err as NodeJS.ErrnoException).code
+          const why =
+            code === 'ENOENT'
+              ? 'git is not installed (the git package)'
+              : code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER'
+                ? `the file is larger than ${MAX_DOCUMENT_BYTES / 1024 / 1024} MiB`
+                : (err as {killed?: boolean}).killed
+                  ? `git took longer than ${GIT_TIMEOUT_MS / 1000} s`
+                  : lastLine(stderr.toString())
+          reject(
+            new ToolgateError(
+              'ERR_SOURCE_LOAD',
+              `${this.location}: ${redact(why, this.#config.url)}`,
+              {cause: err},
+            ),
+          )
+        },
+      )
+    })
+  }
+
+  #credentials(): NodeJS.ProcessEnv {
+    const c = this.#config
+    const out: NodeJS.ProcessEnv = {}
+    if (c.tokenFile) {
+      const token = readSecretFile(c.tokenFile, {what: `sources (${c.name}).git.tokenFile`})
+      const basic = Buffer.from(`${c.username ?? 'x-access-token'}:${token}`).toString('base64')
+      Object.assign(out, {
+        GIT_CONFIG_COUNT: '1',
+        GIT_CONFIG_KEY_0: 'http.extraHeader',
+        GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`,
+      })
+    }
+    if (c.sshKeyFile) {
+      const known = c.knownHostsFile ? ` -o UserKnownHostsFile=${quote(c.knownHostsFile)}` : ''
+      out.GIT_SSH_COMMAND =
+        `ssh -F /dev/null -i ${quote(c.sshKeyFile)} -o IdentitiesOnly=yes -o BatchMode=yes ` +
+        `-o StrictHostKeyChecking=yes${known}`
+    }
+    return out
+  }
+}
+
+/** A URL for logs: no userinfo, no query; scp-like `user@host:path` keeps host and path. */
+export function describeGitUrl(url: string): string {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) return describeUrl(url)
+  return url.replace(/^[^@/]*@/, '')
+}
+
+function lastLine(text: string): string {
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+  return (lines.at(-1) ?? 'git failed').replace(/^fatal: /, '').slice(0, 300)
+}
+
+function redact(text: string, url: string): string {
+  // git echoes the URL it was given; ours has no credentials (config refuses them), but a
+  // redirect target might.
+  return text
+    .replace(/[a-z][a-z0-9+.-]*:\/\/[^\s'"]+/gi, (u) => describeUrl(u))
+    .replaceAll(url, describeGitUrl(url))
+}
+
+/** Single-quoted for the shell that runs GIT_SSH_COMMAND. */
+function quote(path: string): string {
+  return `'${path.replace(/'/g, `'\\''`)}'`
+}

@@ -1,0 +1,215 @@
+/**
+ * Git sources of `toolgate serve` (issue 36) against real git servers on loopback: `git daemon`
+ * for the sync cycle (initial load, a new commit picked up, a force-push to a broken file keeps
+ * the last good data, a tag as the ref), and `git http-backend` behind HTTP Basic for a token from
+ * a file — which never shows in a message, a log line, or git's command line.
+ */
+import {after, before, describe, test} from 'node:test'
+import assert from 'node:assert/strict'
+import {rmSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {
+  createRepo,
+  startGitDaemon,
+  startGitHttp,
+  type GitDaemon,
+  type GitRepo,
+} from '../helpers/git-server.ts'
+import {
+  getJson,
+  runServe,
+  startServe,
+  tempDir,
+  writeConfig,
+  type ServeProcess,
+} from '../helpers/serve-process.ts'
+
+const registryFile = (names: string[], version = '1.0.0') =>
+  JSON.stringify({
+    version: '1.0.0',
+    data: {servers: names.map((name) => ({name, version, description: `${name} from git`}))},
+  })
+
+async function names(s: ServeProcess): Promise<string[]> {
+  const r = await getJson(`${s.url}/registry/default/v0.1/servers?version=latest`)
+  return (r.body as {servers: {server: {name: string}}[]}).servers.map((e) => e.server.name)
+}
+
+async function eventually(what: string, check: () => Promise<boolean>, ms = 15_000) {
+  const end = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+describe('serve: a git source over git://', () => {
+  let repo: GitRepo
+  let daemon: GitDaemon
+  let s: ServeProcess
+  let dir: string
+
+  before(async () => {
+    repo = createRepo()
+    repo.commit({'registry.json': registryFile(['io.git/one'])})
+    repo.commit({'registry.json': registryFile(['io.git/tagged'])}, {branch: 'release', tag: 'v1'})
+    daemon = await startGitDaemon(repo.root)
+    dir = tempDir()
+    const config = writeConfig(
+      dir,
+      'serve.yaml',
+      `sources:
+  - name: team-git
+    git: {url: "${daemon.url}/registry.git", ref: main, path: registry.json}
+    syncPolicy: {interval: 300ms}
+  - name: tagged
+    git: {url: "${daemon.url}/registry.git", ref: v1, path: registry.json}
+    syncPolicy: {interval: 1h}
+auth: {mode: anonymous}
+`,
+    )
+    s = await startServe(['--config', config], {dir, env: {XDG_DATA_HOME: join(dir, 'data')}})
+  })
+
+  after(async () => {
+    await s?.stop()
+    await daemon?.close()
+    repo?.destroy()
+    if (dir) rmSync(dir, {recursive: true, force: true})
+  })
+
+  test('the initial sync serves the file at the ref (a branch, and a tag)', async () => {
+    assert.deepEqual(await names(s), ['io.git/one', 'io.git/tagged'])
+  })
+
+  test('a new commit is picked up on the next interval', async () => {
+    repo.commit({'registry.json': registryFile(['io.git/one', 'io.git/two'])})
+    await eventually('the new commit', async () => (await names(s)).includes('io.git/two'))
+    // Three more intervals without a commit: fetched, but nothing re-read or re-synced.
+    await new Promise((r) => setTimeout(r, 1000))
+    const synced = s.stderr().match(/registry source synced.*source=team-git/g) ?? []
+    assert.equal(synced.length, 2, 'one sync per commit, not one per interval')
+  })
+
+  test('a force-push to a broken file keeps the last good data, and says so', async () => {
+    repo.commit({'registry.json': '{"data": {"servers": [ oops'}, {force: true})
+    await eventually('a failed sync in the log', async () =>
+      /registry source reload failed; serving the last good data.*team-git/.test(s.stderr()),
+    )
+    assert.deepEqual(await names(s), ['io.git/one', 'io.git/tagged', 'io.git/two'])
+    const metrics = await (await fetch(`${s.internalUrl}/metrics`)).text()
+    assert.match(metrics, /^toolgate_source_sync_errors_total\{source="team-git"\} [1-9]/m)
+    // Mended by the next push.
+    repo.commit({'registry.json': registryFile(['io.git/three'])})
+    await eventually('the mended file', async () => (await names(s)).includes('io.git/three'))
+    assert.deepEqual(await names(s), ['io.git/tagged', 'io.git/three'])
+  })
+})
+
+describe('serve: a git source over https-style smart HTTP with a token file', () => {
+  let repo: GitRepo
+  let dir: string
+
+  before(() => {
+    repo = createRepo()
+    repo.commit({'servers/registry.json': registryFile(['io.private/tool'])})
+    dir = tempDir()
+  })
+  after(() => {
+    repo?.destroy()
+    if (dir) rmSync(dir, {recursive: true, force: true})
+  })
+
+  const config = (url: string, tokenFile: string) =>
+    writeConfig(
+      dir,
+      'serve.yaml',
+      `sources:
+  - name: private
+    git: {url: "${url}/registry.git", path: servers/registry.json, tokenFile: ${tokenFile}, username: ci}
+    syncPolicy: {interval: 1h}
+auth: {mode: anonymous}
+`,
+    )
+
+  test('the token from the file authenticates; a wrong one fails naming the source, never the token', async () => {
+    const token = 'ghp_s3cretTokenValue_1234567890'
+    const http = await startGitHttp(repo.root, 'ci', token)
+    try {
+      writeFileSync(join(dir, 'token'), token + '\n', {mode: 0o600})
+      const s = await startServe(['--config', config(http.url, './token')], {
+        dir,
+        env: {XDG_DATA_HOME: join(dir, 'data')},
+      })
+      try {
+        assert.deepEqual(await names(s), ['io.private/tool'])
+        assert.ok(!s.stderr().includes(token) && !s.stdout().includes(token), 'no token in logs')
+      } finally {
+        await s.stop()
+      }
+      writeFileSync(join(dir, 'wrong'), 'not-the-token', {mode: 0o600})
+      const bad = await runServe(['--config', config(http.url, './wrong')], {
+        dir,
+        env: {XDG_DATA_HOME: join(dir, 'data2')},
+      })
+      assert.notEqual(bad.code, 0)
+      assert.match(
+        bad.stderr,
+        /source "private": http:\/\/127\.0\.0\.1:\d+\/registry\.git HEAD:servers\/registry\.json: /,
+      )
+      assert.ok(!bad.stderr.includes('not-the-token'), 'the wrong token is not echoed either')
+      assert.ok(
+        http.authorizations.some(
+          (a) => a === `Basic ${Buffer.from(`ci:${token}`).toString('base64')}`,
+        ),
+        'git sent the Basic credentials',
+      )
+    } finally {
+      await http.close()
+    }
+  })
+
+  test('configuration mistakes are named before anything runs', async () => {
+    const cases: [string, RegExp][] = [
+      [
+        `git: {url: "ext::sh -c touch% /tmp/pwned", path: r.json}`,
+        /sources\[0\]\.git\.url: is not a git URL/,
+      ],
+      [
+        `git: {url: "https://user:pw@example.com/r.git", path: r.json}`,
+        /git\.url: must not hold credentials/,
+      ],
+      [`git: {url: "--upload-pack=evil", path: r.json}`, /git\.url: is not a git URL/],
+      [
+        `git: {url: "https://example.com/r.git", path: ../etc/passwd}`,
+        /git\.path: must be a relative path/,
+      ],
+      [
+        `git: {url: "https://example.com/r.git", path: r.json, ref: "-x"}`,
+        /git\.ref: must be a branch/,
+      ],
+      [
+        `git: {url: "git://example.com/r.git", path: r.json, tokenFile: ./token}`,
+        /git\.tokenFile: is for https/,
+      ],
+    ]
+    writeFileSync(join(dir, 'token'), 'x', {mode: 0o600})
+    for (const [git, problem] of cases) {
+      const file = writeConfig(
+        dir,
+        'bad.yaml',
+        `sources:\n  - name: g\n    ${git}\n    syncPolicy: {interval: 1m}\nauth: {mode: anonymous}\n`,
+      )
+      const r = await runServe(['--config', file], {dir})
+      assert.equal(r.code, 78, `${git}: ${r.stderr}`)
+      assert.match(r.stderr, problem, git)
+    }
+    const noInterval = writeConfig(
+      dir,
+      'bad.yaml',
+      `sources:\n  - name: g\n    git: {url: "https://example.com/r.git", path: r.json}\nauth: {mode: anonymous}\n`,
+    )
+    const r = await runServe(['--config', noInterval], {dir})
+    assert.match(r.stderr, /sources\[0\]\.syncPolicy\.interval: is required for a git source/)
+  })
+})
