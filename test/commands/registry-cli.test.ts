@@ -224,6 +224,33 @@ describe('toolgate registry against toolgate serve (oauth, Cedar)', () => {
     assert.equal(some.stdout.trim().split('\n').length, 121, 'header and 120 rows')
     assert.match(some.stderr, /showing the first 120; more match: pass --all, or --limit N/)
 
+    // Filters are applied by the registry, across pages: only the published stdio package.
+    const stdio = await cli(
+      [
+        'registry',
+        'list',
+        '--all',
+        '--transport',
+        'stdio',
+        '--registry-type',
+        'npm',
+        '--json',
+        ...auth(),
+      ],
+      home,
+    )
+    assert.equal(stdio.code, 0, stdio.stderr)
+    const filtered = jsonLines(stdio.stdout).filter((l) => l.event === 'server')
+    assert.deepEqual(
+      filtered.map((l) => (l.server as {name: string}).name),
+      ['io.team-a/forecast'],
+    )
+    const remote = await cli(
+      ['registry', 'list', '--all', '--type', 'remote', '--json', ...auth()],
+      home,
+    )
+    assert.deepEqual(jsonLines(remote.stdout).at(-1), {event: 'end', count: 0, more: false})
+
     const all2 = await cli(['registry', 'list', '--all', '--limit', '5', ...auth()], home)
     assert.equal(all2.code, 2, '--all and --limit are alternatives')
   })

@@ -259,7 +259,17 @@ describe('public documents', () => {
     const list = doc.paths['/registry/{registry}/v0.1/servers']!.get
     assert.deepEqual(
       list.parameters!.map((p) => p.name),
-      ['registry', 'cursor', 'limit', 'search', 'updated_since', 'version'],
+      [
+        'registry',
+        'cursor',
+        'limit',
+        'search',
+        'updated_since',
+        'version',
+        'transport',
+        'type',
+        'registryType',
+      ],
     )
     assert.ok(list.responses['200'] && list.responses['400'] && list.responses['404'])
     assert.deepEqual(doc.components.securitySchemes.bearerAuth, {

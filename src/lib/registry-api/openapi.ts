@@ -1,6 +1,7 @@
 import {OFFICIAL_META_KEY} from '../registry/types.ts'
 import {DEFAULT_LIMIT, MAX_LIMIT} from './query.ts'
 import {SCHEMA_ERRORS, writePaths} from '../registry-publish/openapi-paths.ts'
+import {KINDS, REGISTRY_TYPES, TRANSPORTS} from '../registry/traits.ts'
 
 /**
  * The OpenAPI 3.1 document served at `GET /openapi.json` (contract §1): every route of the main
@@ -94,6 +95,24 @@ export function buildOpenApi(opts: OpenApiOptions): object {
               in: 'query',
               description: 'An exact version, or `latest`.',
               schema: {type: 'string'},
+            },
+            {
+              name: 'transport',
+              in: 'query',
+              description: 'Only versions offering this transport (a package’s or a remote’s).',
+              schema: {type: 'string', enum: Object.keys(TRANSPORTS)},
+            },
+            {
+              name: 'type',
+              in: 'query',
+              description: 'Only versions with packages (`package`) or with remotes (`remote`).',
+              schema: {type: 'string', enum: Object.keys(KINDS)},
+            },
+            {
+              name: 'registryType',
+              in: 'query',
+              description: 'Only versions with a package from this package registry.',
+              schema: {type: 'string', enum: Object.keys(REGISTRY_TYPES)},
             },
           ],
           responses: {

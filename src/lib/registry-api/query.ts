@@ -1,5 +1,6 @@
 import {ToolgateError} from '../errors.ts'
 import type {ListQuery} from '../registry/types.ts'
+import {KINDS, REGISTRY_TYPES, TRANSPORTS} from '../registry/traits.ts'
 
 /**
  * Validates the query string of `GET /registry/{registry}/v0.1/servers` (contract §1). Every
@@ -22,19 +23,34 @@ function bad(param: string, message: string): ToolgateError {
   })
 }
 
+const KNOWN = new Set([
+  'limit',
+  'cursor',
+  'search',
+  'updated_since',
+  'version',
+  'transport',
+  'type',
+  'registryType',
+])
+
+/** A filter value's trait bit; anything else is a 400 naming the values there are. */
+function trait(table: Record<string, number>, value: string, param: string): number {
+  const bit = Object.prototype.hasOwnProperty.call(table, value) ? table[value] : undefined
+  if (bit === undefined)
+    throw bad(
+      param,
+      `must be one of ${Object.keys(table).join(', ')}, got ${JSON.stringify(value.slice(0, 40))}`,
+    )
+  return bit
+}
+
 export function parseListQuery(queryString: string): ListQuery {
   const query: ListQuery = {limit: DEFAULT_LIMIT}
   if (queryString === '') return query
   const seen = new Set<string>()
   for (const [key, value] of new URLSearchParams(queryString)) {
-    if (
-      key !== 'limit' &&
-      key !== 'cursor' &&
-      key !== 'search' &&
-      key !== 'updated_since' &&
-      key !== 'version'
-    )
-      continue
+    if (!KNOWN.has(key)) continue
     if (seen.has(key)) throw bad(key, 'must be given at most once')
     seen.add(key)
     switch (key) {
@@ -58,6 +74,15 @@ export function parseListQuery(queryString: string): ListQuery {
         break
       case 'version':
         query.version = checkVersion(value, 'version')
+        break
+      case 'transport':
+        query.traits = (query.traits ?? 0) | trait(TRANSPORTS, value, 'transport')
+        break
+      case 'type':
+        query.traits = (query.traits ?? 0) | trait(KINDS, value, 'type')
+        break
+      case 'registryType':
+        query.traits = (query.traits ?? 0) | trait(REGISTRY_TYPES, value, 'registryType')
         break
     }
   }

@@ -1,4 +1,5 @@
 import type {DatabaseSync} from 'node:sqlite'
+import {traitsSql} from './traits.ts'
 
 /**
  * Versioned schema of the embedded store. Each migration runs once, in order, inside a transaction
@@ -107,6 +108,25 @@ export const MIGRATIONS: readonly Migration[] = [
         published_by TEXT NOT NULL,
         PRIMARY KEY (source, name, version)
       ) WITHOUT ROWID;
+    `,
+  },
+  {
+    version: 4,
+    description: 'traits of each version for the list filters (traits.ts)',
+    // Computed in JS when a version is stored; rows stored before are computed here, once.
+    sql: `
+      ALTER TABLE source_versions ADD COLUMN traits INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE registry_entries ADD COLUMN traits INTEGER NOT NULL DEFAULT 0;
+      UPDATE source_versions SET traits = ${traitsSql(
+        (array, field, value) =>
+          `(json_type(server_json, '$.${array}') = 'array' AND EXISTS (SELECT 1 FROM ` +
+          `json_each(server_json, '$.${array}') e WHERE e.type = 'object' AND ` +
+          `json_extract(e.value, '$.${field}') = '${value}'))`,
+        (array) =>
+          `(json_type(server_json, '$.${array}') = 'array' AND json_array_length(server_json, '$.${array}') > 0)`,
+      )};
+      UPDATE registry_entries SET traits =
+        (SELECT sv.traits FROM source_versions sv WHERE sv.id = registry_entries.entry_id);
     `,
   },
 ]

@@ -26,11 +26,7 @@ import {
 } from './postgres/reads.ts'
 import {loadRegistriesFrom, retainSourcesPg, setRegistriesPg} from './postgres/registries.ts'
 import {NOTIFY_CHANNEL, replaceSourceTx} from './postgres/sync.ts'
-import {
-  publishedVersionsPg,
-  publishVersionPg,
-  setPublishedStatusPg,
-} from './postgres/published.ts'
+import {publishedVersionsPg, publishVersionPg, setPublishedStatusPg} from './postgres/published.ts'
 import type {
   ListQuery,
   OfficialMeta,

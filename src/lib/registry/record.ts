@@ -1,5 +1,6 @@
 import {createHash} from 'node:crypto'
 import {validateServerName} from './names.ts'
+import {traitsOf} from './traits.ts'
 import {OFFICIAL_META_KEY, type OfficialMeta, type ServerJson} from './types.ts'
 
 /**
@@ -107,6 +108,8 @@ export interface PreparedRecord {
   /** Lower-cased name, title and description, for case-insensitive substring search. */
   searchText: string
   official: UpstreamOfficial | undefined
+  /** What the list filters read (traits.ts). */
+  traits: number
 }
 
 export function prepareRecord(server: ServerJson, trustOfficial: boolean): PreparedRecord {
@@ -131,5 +134,6 @@ export function prepareRecord(server: ServerJson, trustOfficial: boolean): Prepa
       .join('\n')
       .toLowerCase(),
     official,
+    traits: traitsOf(server),
   }
 }

@@ -46,6 +46,8 @@ export interface ListQuery {
   updatedSince?: Date
   /** An exact version, or `latest` for the latest version of each server. */
   version?: string
+  /** `transport`, `type`, `registryType` filters as trait bits (traits.ts): all must be set. */
+  traits?: number
 }
 
 export interface ListResult {
@@ -220,7 +222,4 @@ export interface ManagedSourceConfig extends SourceConfigBase {
 }
 
 export type SourceConfig =
-  | FileSourceConfig
-  | ApiSourceConfig
-  | ManagedSourceConfig
-  | GitSourceConfig
+  FileSourceConfig | ApiSourceConfig | ManagedSourceConfig | GitSourceConfig

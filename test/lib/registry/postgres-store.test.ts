@@ -43,10 +43,10 @@ describe('PostgresRegistryStore', {skip: postgresMissing}, () => {
     const url = await pgDatabase()
     const stores = await Promise.all(Array.from({length: 4}, () => open(url)))
     try {
-      for (const s of stores) assert.deepEqual(await s.schemaVersions(), [1, 2])
+      for (const s of stores) assert.deepEqual(await s.schemaVersions(), [1, 2, 3])
       const cluster = await pgCluster()
       const db = new URL(url).pathname.slice(1)
-      assert.equal((await cluster.psql('SELECT count(*) FROM schema_migrations', db)).trim(), '2')
+      assert.equal((await cluster.psql('SELECT count(*) FROM schema_migrations', db)).trim(), '3')
     } finally {
       await Promise.all(stores.map((s) => s.close()))
     }

@@ -250,7 +250,7 @@ describe('the search index on a database from before it existed', () => {
       const upgraded = new SqliteRegistryStore({path})
       await upgraded.init()
       try {
-        assert.deepEqual(upgraded.schemaVersions(), [1, 2, 3])
+        assert.deepEqual(upgraded.schemaVersions(), [1, 2, 3, 4])
         const plan = upgraded.explainList('default', {limit: 30, search: 'number 42'}).join('\n')
         assert.match(plan, /SCAN hit VIRTUAL TABLE INDEX/, plan)
         const page = await upgraded.listServers('default', {limit: 30, search: 'number 42'})

@@ -591,7 +591,7 @@ describe('SqliteRegistryStore on disk', () => {
     await s1.init()
     await s1.init() // idempotent on an open store
     assert.equal((await stat(join(dir, 'nested'))).mode & 0o777, 0o700)
-    assert.deepEqual(s1.schemaVersions(), [1, 2, 3])
+    assert.deepEqual(s1.schemaVersions(), [1, 2, 3, 4])
     await s1.setRegistries([{name: 'default', sources: ['a']}])
     await s1.replaceSource('a', [server('io.x/a', '1.0.0')], T0)
     await s1.ping()
@@ -599,7 +599,7 @@ describe('SqliteRegistryStore on disk', () => {
 
     const s2 = new SqliteRegistryStore({path})
     await s2.init()
-    assert.deepEqual(s2.schemaVersions(), [1, 2, 3], 'no migration ran twice')
+    assert.deepEqual(s2.schemaVersions(), [1, 2, 3, 4], 'no migration ran twice')
     assert.equal(s2.hasRegistry('default'), true, 'registries persist')
     const got = await s2.getVersion('default', 'io.x/a', '1.0.0')
     assert.equal(official(got!).publishedAt, T0.toISOString())

@@ -1,5 +1,6 @@
 import type {Sql} from 'postgres'
 import type {Migration} from '../migrations.ts'
+import {traitsSql} from '../traits.ts'
 
 /**
  * Versioned schema of the PostgreSQL store, mirroring the SQLite one (../migrations.ts) so both
@@ -89,6 +90,24 @@ export const PG_MIGRATIONS: readonly Migration[] = [
         published_by TEXT NOT NULL,
         PRIMARY KEY (source, name, version)
       );
+    `,
+  },
+  {
+    version: 3,
+    description: 'traits of each version for the list filters (traits.ts)',
+    // As SQLite's migration 4. strict jsonpath with silent errors: a `packages` that is not an
+    // array matches nothing, exactly as traitsOf reads it.
+    sql: `
+      ALTER TABLE source_versions ADD COLUMN traits INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE registry_entries ADD COLUMN traits INTEGER NOT NULL DEFAULT 0;
+      UPDATE source_versions SET traits = ${traitsSql(
+        (array, field, value) =>
+          `COALESCE(jsonb_path_exists(server_json::jsonb, 'strict $.${array}[*] ? (@.${field} == "${value}")', '{}', true), false)`,
+        (array) =>
+          `(jsonb_typeof(server_json::jsonb -> '${array}') = 'array' AND ` +
+          `COALESCE(jsonb_path_exists(server_json::jsonb, 'strict $.${array}[0]', '{}', true), false))`,
+      )};
+      UPDATE registry_entries re SET traits = sv.traits FROM source_versions sv WHERE sv.id = re.entry_id;
     `,
   },
 ]

@@ -77,6 +77,10 @@ export async function selectPage(
   }
   if (latest) where.push('re.is_latest')
   else if (exactVersion !== undefined) where.push(`re.version = ${p(exactVersion)}`)
+  if (query.traits) {
+    const mask = p(query.traits)
+    where.push(`(re.traits & ${mask}) = ${mask}`)
+  }
   if (updatedSince !== undefined) where.push(`re.updated_ms > ${p(updatedSince)}`)
   if (search) {
     // strpos is the SQLite store's instr(): a plain substring, the term is never a pattern. The

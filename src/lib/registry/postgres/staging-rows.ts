@@ -49,6 +49,7 @@ export function* stagingChunks(
       up?.updatedAt ?? null,
       up?.updatedAt ? Date.parse(up.updatedAt) : null,
       up?.isLatest ?? null,
+      rec.traits,
     ])
     rows.push(row)
     chars += row.length

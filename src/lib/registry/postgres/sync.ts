@@ -41,7 +41,7 @@ export async function replaceSourceTx(
     'CREATE TEMP TABLE staging (name TEXT COLLATE "C" NOT NULL, version TEXT COLLATE "C" NOT NULL, ' +
       'server_json TEXT NOT NULL, content_hash TEXT NOT NULL, search_text TEXT NOT NULL, ' +
       'up_status TEXT, up_published TEXT, up_updated TEXT, up_updated_ms BIGINT, up_latest BOOLEAN, ' +
-      'PRIMARY KEY (name, version)) ON COMMIT DROP; ' +
+      'traits INTEGER NOT NULL, PRIMARY KEY (name, version)) ON COMMIT DROP; ' +
       'CREATE TEMP TABLE changed (name TEXT COLLATE "C" PRIMARY KEY) ON COMMIT DROP',
   )
   const inWorker = workerStaging(servers)
@@ -74,14 +74,14 @@ export async function replaceSourceTx(
       'COALESCE(s.up_published, sv.published_at) AS published_at, ' +
       'COALESCE(s.up_updated, CASE WHEN sv.content_hash <> s.content_hash THEN $2 ELSE sv.updated_at END) AS updated_at, ' +
       'COALESCE(s.up_updated_ms, CASE WHEN sv.content_hash <> s.content_hash THEN $3::bigint ELSE sv.updated_ms END) AS updated_ms, ' +
-      's.search_text FROM staging s JOIN source_versions sv ' +
+      's.search_text, s.traits FROM staging s JOIN source_versions sv ' +
       'ON sv.source = $1 AND sv.name = s.name AND sv.version = s.version ' +
       "WHERE sv.content_hash <> s.content_hash OR sv.status <> COALESCE(s.up_status, 'active') " +
       'OR (s.up_published IS NOT NULL AND s.up_published <> sv.published_at) ' +
       'OR (s.up_updated IS NOT NULL AND s.up_updated <> sv.updated_at)), ' +
       'u AS (UPDATE source_versions t SET server_json = d.server_json, content_hash = d.content_hash, ' +
       'status = d.status, published_at = d.published_at, updated_at = d.updated_at, ' +
-      'updated_ms = d.updated_ms, search_text = d.search_text FROM d WHERE t.id = d.id RETURNING d.name, d.counted), ' +
+      'updated_ms = d.updated_ms, search_text = d.search_text, traits = d.traits FROM d WHERE t.id = d.id RETURNING d.name, d.counted), ' +
       'c AS (INSERT INTO changed SELECT DISTINCT name FROM u ON CONFLICT DO NOTHING) ' +
       'SELECT count(*) FILTER (WHERE counted) AS n FROM u',
     [source, nowIso, nowMs],
@@ -90,9 +90,9 @@ export async function replaceSourceTx(
   stats.added = await count(
     track(
       'INSERT INTO source_versions (source, name, version, server_json, content_hash, status, ' +
-        'published_at, updated_at, updated_ms, is_latest, search_text) ' +
+        'published_at, updated_at, updated_ms, is_latest, search_text, traits) ' +
         "SELECT $1, s.name, s.version, s.server_json, s.content_hash, COALESCE(s.up_status, 'active'), " +
-        'COALESCE(s.up_published, $2), COALESCE(s.up_updated, $2), COALESCE(s.up_updated_ms, $3::bigint), false, s.search_text ' +
+        'COALESCE(s.up_published, $2), COALESCE(s.up_updated, $2), COALESCE(s.up_updated_ms, $3::bigint), false, s.search_text, s.traits ' +
         'FROM staging s WHERE NOT EXISTS (SELECT 1 FROM source_versions sv ' +
         'WHERE sv.source = $1 AND sv.name = s.name AND sv.version = s.version) RETURNING name',
     ),
@@ -115,7 +115,7 @@ export async function replaceSourceTx(
 
 const STAGING_COLUMNS =
   'name, version, server_json, content_hash, search_text, up_status, up_published, up_updated, ' +
-  'up_updated_ms, up_latest'
+  'up_updated_ms, up_latest, traits'
 // A chunk written to the COPY stream ends after a slice of work (preparing records: parse, hash,
 // search text) or this many rows: the event loop runs between chunks, so readers wait at most a
 // slice. 250 rows took ~15 ms on the 2-core bench machine and readers' p50 rose to that meanwhile.
@@ -310,9 +310,9 @@ function chooseLatest(group: LatestRow[]): LatestRow | undefined {
 export function rebuildSql(names: 'changed' | 'all'): string {
   const filter = names === 'changed' ? ' AND sv.name IN (SELECT name FROM changed)' : ''
   return (
-    'INSERT INTO registry_entries (registry, name, version, entry_id, updated_ms, is_latest, search_text) ' +
-    'SELECT registry, name, version, id, updated_ms, is_latest, search_text FROM (' +
-    '  SELECT rs.registry, sv.name, sv.version, sv.id, sv.updated_ms, sv.is_latest, sv.search_text, ' +
+    'INSERT INTO registry_entries (registry, name, version, entry_id, updated_ms, is_latest, search_text, traits) ' +
+    'SELECT registry, name, version, id, updated_ms, is_latest, search_text, traits FROM (' +
+    '  SELECT rs.registry, sv.name, sv.version, sv.id, sv.updated_ms, sv.is_latest, sv.search_text, sv.traits, ' +
     '    rs.position, MIN(rs.position) OVER (PARTITION BY sv.name) AS best ' +
     '  FROM source_versions sv JOIN registry_sources rs ON rs.source = sv.source ' +
     `  WHERE rs.registry = $1${filter}) x WHERE position = best`

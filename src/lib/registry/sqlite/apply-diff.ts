@@ -11,6 +11,7 @@ const UPDATED_COLUMNS = [
   'updated_at',
   'updated_ms',
   'search_text',
+  'traits',
   'id',
 ] as const
 
@@ -71,7 +72,7 @@ export async function applyDiff(
       'COALESCE(s.up_published, sv.published_at) AS published_at, ' +
       'COALESCE(s.up_updated, CASE WHEN sv.content_hash <> s.content_hash THEN ? ELSE sv.updated_at END) AS updated_at, ' +
       'COALESCE(s.up_updated_ms, CASE WHEN sv.content_hash <> s.content_hash THEN ? ELSE sv.updated_ms END) AS updated_ms, ' +
-      's.search_text AS search_text ' +
+      's.search_text AS search_text, s.traits AS traits ' +
       'FROM temp.staging s CROSS JOIN source_versions sv ' +
       'ON sv.source = ? AND sv.name = s.name AND sv.version = s.version ' +
       `WHERE ${inChunk} AND ${differs}`,
@@ -79,7 +80,7 @@ export async function applyDiff(
   const update = c.wstmt(
     'sv_upd',
     'UPDATE source_versions SET server_json = ?, content_hash = ?, status = ?, published_at = ?, ' +
-      'updated_at = ?, updated_ms = ?, search_text = ? WHERE id = ?',
+      'updated_at = ?, updated_ms = ?, search_text = ?, traits = ? WHERE id = ?',
   )
   const newNotIn =
     'NOT EXISTS (SELECT 1 FROM source_versions sv WHERE sv.source = ? AND sv.name = s.name AND sv.version = s.version)'
@@ -90,9 +91,9 @@ export async function applyDiff(
   const add = c.wstmt(
     'sv_add',
     'INSERT INTO source_versions (source, name, version, server_json, content_hash, status, ' +
-      'published_at, updated_at, updated_ms, is_latest, search_text) ' +
+      'published_at, updated_at, updated_ms, is_latest, search_text, traits) ' +
       "SELECT ?, s.name, s.version, s.server_json, s.content_hash, COALESCE(s.up_status, 'active'), " +
-      'COALESCE(s.up_published, ?), COALESCE(s.up_updated, ?), COALESCE(s.up_updated_ms, ?), 0, s.search_text ' +
+      'COALESCE(s.up_published, ?), COALESCE(s.up_updated, ?), COALESCE(s.up_updated_ms, ?), 0, s.search_text, s.traits ' +
       `FROM temp.staging s WHERE ${inChunk} AND ${newNotIn}`,
   )
   for (let lo = 0; lo < stagedMax; lo += BATCH) {

@@ -78,7 +78,7 @@ async function openOnce(
       'CREATE TEMP TABLE IF NOT EXISTS staging (name TEXT NOT NULL, version TEXT NOT NULL, ' +
         'server_json TEXT NOT NULL, content_hash TEXT NOT NULL, search_text TEXT NOT NULL, ' +
         'up_status TEXT, up_published TEXT, up_updated TEXT, up_updated_ms INTEGER, up_latest INTEGER, ' +
-        'PRIMARY KEY (name, version))',
+        'traits INTEGER NOT NULL, PRIMARY KEY (name, version))',
     )
     return {db, wdb}
   } catch (err) {

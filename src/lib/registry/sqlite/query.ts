@@ -87,6 +87,12 @@ function pageStatement(
     params.push(exactVersion)
     shape += 'v'
   }
+  if (query.traits) {
+    // Every asked-for trait: the bits are read from the row the scan is on (traits.ts).
+    where.push('(re.traits & ?) = ?')
+    params.push(query.traits, query.traits)
+    shape += 't'
+  }
   if (updatedSince !== undefined) {
     where.push('re.updated_ms > ?')
     params.push(updatedSince)

@@ -53,8 +53,8 @@ export function rebuildName(c: StoreConnections, registry: string, name: string)
   )
   c.wstmt(
     're_ins_name',
-    'INSERT INTO registry_entries (registry, name, version, entry_id, updated_ms, is_latest, search_text) ' +
-      'SELECT rs.registry, sv.name, sv.version, sv.id, sv.updated_ms, sv.is_latest, sv.search_text ' +
+    'INSERT INTO registry_entries (registry, name, version, entry_id, updated_ms, is_latest, search_text, traits) ' +
+      'SELECT rs.registry, sv.name, sv.version, sv.id, sv.updated_ms, sv.is_latest, sv.search_text, sv.traits ' +
       'FROM source_versions sv JOIN registry_sources rs ON rs.source = sv.source ' +
       'WHERE rs.registry = ? AND sv.name = ? AND rs.position = (' +
       '  SELECT MIN(rs2.position) FROM source_versions sv2 ' +
@@ -67,10 +67,11 @@ export function rebuildName(c: StoreConnections, registry: string, name: string)
 // sv.name with its parameters after the registry's).
 function rebuildSql(names: string): string {
   return (
-    'INSERT INTO registry_entries (registry, name, version, entry_id, updated_ms, is_latest, search_text) ' +
-    'SELECT registry, name, version, id, updated_ms, is_latest, search_text FROM (' +
+    'INSERT INTO registry_entries (registry, name, version, entry_id, updated_ms, is_latest, search_text, traits) ' +
+    'SELECT registry, name, version, id, updated_ms, is_latest, search_text, traits FROM (' +
     '  SELECT rs.registry AS registry, sv.name AS name, sv.version AS version, sv.id AS id, ' +
     '    sv.updated_ms AS updated_ms, sv.is_latest AS is_latest, sv.search_text AS search_text, ' +
+    '    sv.traits AS traits, ' +
     '    rs.position AS position, MIN(rs.position) OVER (PARTITION BY sv.name) AS best ' +
     '  FROM source_versions sv JOIN registry_sources rs ON rs.source = sv.source ' +
     `  WHERE rs.registry = ?${names}` +

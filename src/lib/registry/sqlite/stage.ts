@@ -19,7 +19,8 @@ export async function stageRecords(
   const stage = c.wstmt(
     'stg_ins',
     'INSERT OR IGNORE INTO temp.staging (name, version, server_json, content_hash, search_text, ' +
-      'up_status, up_published, up_updated, up_updated_ms, up_latest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'up_status, up_published, up_updated, up_updated_ms, up_latest, traits) ' +
+      'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   )
   const it = servers[Symbol.iterator]()
   let done = false
@@ -51,6 +52,7 @@ export async function stageRecords(
             up?.updatedAt ?? null,
             up?.updatedAt ? Date.parse(up.updatedAt) : null,
             up?.isLatest === undefined ? null : up.isLatest ? 1 : 0,
+            rec.traits,
           )
           // First occurrence wins; a source listing one version twice is a data error upstream.
           if (r.changes === 0) skipped++
