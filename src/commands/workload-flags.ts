@@ -23,6 +23,11 @@ export const workloadFlags = {
       'Run a server from an MCP registry (API v0.1): the registry base URL; the server name[@version] follows NAME.',
     helpGroup: 'WORKLOAD',
   }),
+  'from-registry-token-file': Flags.string({
+    description:
+      'File holding a bearer token for a protected --from-registry registry (toolgate serve in oauth mode).',
+    helpGroup: 'WORKLOAD',
+  }),
   env: Flags.string({
     char: 'e',
     description: 'KEY=VALUE for the server environment (repeatable).',

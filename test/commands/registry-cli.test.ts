@@ -14,7 +14,9 @@ import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {startOidcProvider, type OidcProviderFixture} from '../helpers/oidc-provider.ts'
+import {createRequire} from 'node:module'
 import {runCli} from '../helpers/proxy-run.ts'
+import {mcpClient, runForeground, textOf} from '../helpers/workload.ts'
 import {startServe, writeConfig, type ServeProcess} from '../helpers/serve-process.ts'
 
 async function cli(args: string[], home: string, input?: string) {
@@ -159,6 +161,67 @@ describe('toolgate registry against toolgate serve (oauth, Cedar)', () => {
     assert.match(again.stderr, /409 version 2\.1\.0 of io\.team-a\/forecast is already published/)
   })
 
+  test('publish, then run it from the protected registry with a token file', async () => {
+    const version = (
+      createRequire(import.meta.url)('@modelcontextprotocol/server-everything/package.json') as {
+        version: string
+      }
+    ).version
+    const pub = await cli(
+      ['registry', 'publish', '-', ...auth()],
+      home,
+      JSON.stringify({
+        name: 'io.team-a/everything',
+        description: 'server-everything, installed locally',
+        version,
+        packages: [
+          {
+            registryType: 'npm',
+            identifier: '@modelcontextprotocol/server-everything',
+            version,
+            transport: {type: 'stdio'},
+            packageArguments: [{type: 'positional', value: 'stdio'}],
+          },
+        ],
+      }),
+    )
+    assert.equal(pub.code, 0, pub.stderr)
+    // Without the token the registry's 401 is named, with the flag that fixes it.
+    const denied = await cli(
+      ['run', 'no-token', '--no-sandbox', '--from-registry', base, 'io.team-a/everything'],
+      home,
+    )
+    assert.equal(denied.code, 77)
+    assert.match(
+      denied.stderr,
+      /answered 401: a protected registry; pass --from-registry-token-file/,
+    )
+    // --no-sandbox: the package is installed here; the sandbox would install it from npm.
+    const w = await runForeground(
+      'from-team',
+      [
+        '--no-sandbox',
+        '--from-registry',
+        base,
+        '--from-registry-token-file',
+        tokenFile,
+        'io.team-a/everything',
+      ],
+      [],
+      home,
+    )
+    try {
+      const c = await mcpClient(w.url)
+      assert.equal(
+        textOf(await c.callTool({name: 'echo', arguments: {message: 'published'}})),
+        'Echo: published',
+      )
+      await c.close()
+    } finally {
+      await w.stop()
+    }
+  })
+
   test('a schema error lists every problem; a namespace not permitted exits 77', async () => {
     const bad = await cli(
       ['registry', 'publish', '-', ...auth()],
@@ -224,7 +287,7 @@ describe('toolgate registry against toolgate serve (oauth, Cedar)', () => {
     assert.equal(some.stdout.trim().split('\n').length, 121, 'header and 120 rows')
     assert.match(some.stderr, /showing the first 120; more match: pass --all, or --limit N/)
 
-    // Filters are applied by the registry, across pages: only the published stdio package.
+    // Filters are applied by the registry, across pages: only the published stdio npm packages.
     const stdio = await cli(
       [
         'registry',
@@ -243,7 +306,7 @@ describe('toolgate registry against toolgate serve (oauth, Cedar)', () => {
     const filtered = jsonLines(stdio.stdout).filter((l) => l.event === 'server')
     assert.deepEqual(
       filtered.map((l) => (l.server as {name: string}).name),
-      ['io.team-a/forecast'],
+      ['io.team-a/everything', 'io.team-a/forecast'],
     )
     const remote = await cli(
       ['registry', 'list', '--all', '--type', 'remote', '--json', ...auth()],

@@ -48,6 +48,8 @@ export function parseServerRef(ref: string): {name: string; version: string} {
 export async function fetchServerEntry(
   base: string,
   ref: {name: string; version: string},
+  /** A bearer token for a protected registry (--from-registry-token-file); never logged. */
+  token?: string,
 ): Promise<Record<string, unknown>> {
   let url: URL
   try {
@@ -64,7 +66,17 @@ export async function fetchServerEntry(
   const {createOutboundClient} = await import('../http/outbound.ts')
   const client = createOutboundClient({timeoutMs: 15_000, allowPrivateIP: true, label: 'registry'})
   try {
-    const res = await client.fetchJson(new URL(path, url), {maxBytes: 4 * 1024 * 1024})
+    const res = await client.fetchJson(new URL(path, url), {
+      maxBytes: 4 * 1024 * 1024,
+      ...(token ? {headers: {authorization: `Bearer ${token}`}} : {}),
+    })
+    if (res.status === 401 || res.status === 403) {
+      throw new ToolgateError(
+        res.status === 401 ? 'ERR_AUTH_INVALID_TOKEN' : 'ERR_FORBIDDEN',
+        `--from-registry: the registry at ${url.origin}${url.pathname} answered ${res.status}` +
+          (token ? '' : ': a protected registry; pass --from-registry-token-file'),
+      )
+    }
     if (res.status === 404) {
       throw new ToolgateError(
         'ERR_NOT_FOUND',

@@ -31,6 +31,7 @@ export type RunFlags = Omit<PipelineFlags, 'target-uri'> & {
   'target-port'?: number | undefined
   url?: string | undefined
   'from-registry'?: string | undefined
+  'from-registry-token-file'?: string | undefined
   'proxy-port'?: number | undefined
   env?: string[] | undefined
   'env-file'?: string | undefined
@@ -54,10 +55,22 @@ export function runInput(name: string, rest: string[], flags: RunFlags): RunInpu
       '--from-registry <registry URL> takes the server as the next argument: toolgate run NAME --from-registry URL <server>[@version]',
     )
   }
+  if (base === undefined && flags['from-registry-token-file'] !== undefined)
+    throw new ToolgateError('ERR_USAGE', '--from-registry-token-file needs --from-registry')
   return {
     name,
     command: base === undefined ? rest : [],
-    ...(base !== undefined ? {registry: {base, ref: rest[0]!}} : {}),
+    ...(base !== undefined
+      ? {
+          registry: {
+            base,
+            ref: rest[0]!,
+            ...(flags['from-registry-token-file']
+              ? {tokenFile: flags['from-registry-token-file']}
+              : {}),
+          },
+        }
+      : {}),
     transport: flags.transport,
     targetPort: flags['target-port'],
     url: flags.url,

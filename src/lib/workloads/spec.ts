@@ -1,3 +1,4 @@
+import {readSecretFile} from '../fs/secret-file.ts'
 import {parseDuration} from '../config/duration.ts'
 import {ToolgateError} from '../errors.ts'
 import type {PipelineFlags} from '../proxy/pipeline.ts'
@@ -29,7 +30,7 @@ export interface RunInput {
   targetPort?: number | undefined
   url?: string | undefined
   /** `--from-registry <base URL>` with the server reference (`name[@version]`) as the positional. */
-  registry?: {base: string; ref: string} | undefined
+  registry?: {base: string; ref: string; tokenFile?: string} | undefined
   proxyPort?: number | undefined
   env: string[]
   envFile?: string | undefined
@@ -164,7 +165,13 @@ export async function buildWorkloadSpec(
   let resolution: RegistryResolution | undefined
   if (input.registry) {
     resolution = resolveEntry(
-      await fetchServerEntry(input.registry.base, parseServerRef(input.registry.ref)),
+      await fetchServerEntry(
+        input.registry.base,
+        parseServerRef(input.registry.ref),
+        input.registry.tokenFile
+          ? readSecretFile(input.registry.tokenFile, {what: '--from-registry-token-file'})
+          : undefined,
+      ),
     )
     transport = resolution.transport
     url = resolution.url
