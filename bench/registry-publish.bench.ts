@@ -173,7 +173,7 @@ async function main(): Promise<void> {
   await sqlite.close()
 
   const cluster = await startPgCluster()
-  let latencies: number[] = []
+  let latencies: number[]
   try {
     log(`loading ${VERSIONS} versions into PostgreSQL`)
     const pg = new PostgresRegistryStore({connection: {url: await cluster.createDatabase()}})
