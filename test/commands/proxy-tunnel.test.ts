@@ -1,13 +1,9 @@
 import assert from 'node:assert/strict'
-import {execFileSync, spawn, type ChildProcess} from 'node:child_process'
-import {existsSync, mkdirSync} from 'node:fs'
-import {mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
-import {connect} from 'node:net'
+import {mkdtemp, rm, writeFile} from 'node:fs/promises'
 import {tmpdir, userInfo} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, it} from 'node:test'
-import {needs} from '../helpers/component.ts'
-import {freePort} from '../helpers/mcp-upstream.ts'
+import {startSshd, sshdMissing, type Sshd} from '../helpers/sshd.ts'
 import {runCli, stop, waitFor, type Run} from '../helpers/proxy-run.ts'
 import {
   EVERYTHING,
@@ -23,11 +19,6 @@ import {
  * reached through the remote-forwarded port. ngrok: no test contacts ngrok's service (it cannot run
  * here), so only its dry run and every argument check are exercised.
  */
-const sshMissing =
-  !existsSync('/usr/sbin/sshd') || !existsSync('/usr/bin/ssh') || !existsSync('/usr/bin/ssh-keygen')
-    ? 'openssh-server and openssh-client (sshd, ssh, ssh-keygen)'
-    : false
-
 const tunnelLines = (run: Run) =>
   run
     .stdout()
@@ -35,65 +26,31 @@ const tunnelLines = (run: Run) =>
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as {url: string; pid?: number; remotePort?: number})
 
-describe('toolgate proxy tunnel --tunnel-provider ssh', {skip: needs('sshd', sshMissing)}, () => {
+describe('toolgate proxy tunnel --tunnel-provider ssh', {skip: sshdMissing}, () => {
   let dir: string
-  let sshd: ChildProcess
+  let sshd: Sshd
   let sshPort: number
   let workload: ForegroundWorkload
   let args: Record<string, unknown>
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'toolgate-sshd-'))
-    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, 'host_key')])
-    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, 'client_key')])
-    await writeFile(join(dir, 'authorized_keys'), await readFile(join(dir, 'client_key.pub')))
-    sshPort = await freePort()
-    await writeFile(
-      join(dir, 'sshd_config'),
-      [
-        `Port ${sshPort}`,
-        'ListenAddress 127.0.0.1',
-        `HostKey ${join(dir, 'host_key')}`,
-        `PidFile ${join(dir, 'sshd.pid')}`,
-        `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
-        'StrictModes no',
-        'UsePAM no',
-        'PasswordAuthentication no',
-        'KbdInteractiveAuthentication no',
-        'PubkeyAuthentication yes',
-        'PermitRootLogin prohibit-password',
-        'AllowTcpForwarding yes',
-        'GatewayPorts no',
-      ].join('\n') + '\n',
-    )
-    const hostKey = (await readFile(join(dir, 'host_key.pub'), 'utf8')).trim()
-    await writeFile(join(dir, 'known_hosts'), `[127.0.0.1]:${sshPort} ${hostKey}\n`)
-    await writeFile(join(dir, 'empty_known_hosts'), '')
-    try {
-      mkdirSync('/run/sshd', {recursive: true}) // privilege separation directory (root)
-    } catch {
-      // not root: sshd runs without privilege separation
-    }
-    sshd = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', join(dir, 'sshd_config')], {stdio: 'ignore'})
-    for (let i = 0; i < 100; i++) {
-      const up = await new Promise<boolean>((resolve) => canConnect(sshPort, resolve))
-      if (up) break
-      await new Promise((r) => setTimeout(r, 100))
-    }
+    sshd = await startSshd(dir)
+    sshPort = sshd.port
     workload = await runForeground('tunneled', [], EVERYTHING, dir)
     args = {
       host: '127.0.0.1',
       port: sshPort,
       user: userInfo().username,
-      'identity-file': join(dir, 'client_key'),
-      'known-hosts-file': join(dir, 'known_hosts'),
+      'identity-file': sshd.clientKey,
+      'known-hosts-file': sshd.knownHosts,
       'remote-port': 0,
     }
   })
 
   after(async () => {
     await workload?.stop()
-    sshd?.kill('SIGTERM')
+    sshd?.stop()
     await rm(dir, {recursive: true, force: true})
   })
 
@@ -152,7 +109,7 @@ describe('toolgate proxy tunnel --tunnel-provider ssh', {skip: needs('sshd', ssh
         '--tunnel-provider',
         'ssh',
         '--provider-args',
-        JSON.stringify({...args, 'known-hosts-file': join(dir, 'empty_known_hosts')}),
+        JSON.stringify({...args, 'known-hosts-file': sshd.emptyKnownHosts}),
       ],
       dir,
     )
@@ -160,15 +117,6 @@ describe('toolgate proxy tunnel --tunnel-provider ssh', {skip: needs('sshd', ssh
     assert.match(run.stderr(), /Host key verification failed/)
   })
 })
-
-function canConnect(port: number, done: (up: boolean) => void): void {
-  const s = connect({host: '127.0.0.1', port})
-  s.once('connect', () => {
-    s.destroy()
-    done(true)
-  })
-  s.once('error', () => done(false))
-}
 
 describe('toolgate proxy tunnel: ngrok dry run and argument checks', () => {
   let home: string

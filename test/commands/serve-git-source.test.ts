@@ -2,11 +2,13 @@
  * Git sources of `toolgate serve` (issue 36) against real git servers on loopback: `git daemon`
  * for the sync cycle (initial load, a new commit picked up, a force-push to a broken file keeps
  * the last good data, a tag as the ref), and `git http-backend` behind HTTP Basic for a token from
- * a file — which never shows in a message, a log line, or git's command line.
+ * a file — which never shows in a message, a log line, or git's command line — and a real sshd
+ * for a deploy key, whose host must be in the known_hosts given.
  */
 import {after, before, describe, test} from 'node:test'
 import assert from 'node:assert/strict'
 import {rmSync, writeFileSync} from 'node:fs'
+import {userInfo} from 'node:os'
 import {join} from 'node:path'
 import {
   createRepo,
@@ -23,6 +25,7 @@ import {
   writeConfig,
   type ServeProcess,
 } from '../helpers/serve-process.ts'
+import {startSshd, sshdMissing} from '../helpers/sshd.ts'
 
 const registryFile = (names: string[], version = '1.0.0') =>
   JSON.stringify({
@@ -155,7 +158,7 @@ auth: {mode: anonymous}
       assert.notEqual(bad.code, 0)
       assert.match(
         bad.stderr,
-        /source "private": http:\/\/127\.0\.0\.1:\d+\/registry\.git HEAD:servers\/registry\.json: /,
+        /source "private": http:\/\/127\.0\.0\.1:\d+\/registry\.git HEAD:servers\/registry\.json: the server refused the credentials \(check tokenFile and username\)/,
       )
       assert.ok(!bad.stderr.includes('not-the-token'), 'the wrong token is not echoed either')
       assert.ok(
@@ -211,5 +214,55 @@ auth: {mode: anonymous}
     )
     const r = await runServe(['--config', noInterval], {dir})
     assert.match(r.stderr, /sources\[0\]\.syncPolicy\.interval: is required for a git source/)
+  })
+})
+
+describe('serve: a git source over ssh with a deploy key', {skip: sshdMissing}, () => {
+  test('the key and known_hosts are used; a host not in known_hosts is refused', async () => {
+    const repo = createRepo()
+    const dir = tempDir()
+    const sshd = await startSshd(dir)
+    try {
+      repo.commit({'registry.json': registryFile(['io.ssh/tool'])})
+      const config = (knownHosts: string) =>
+        writeConfig(
+          dir,
+          'serve.yaml',
+          `sources:
+  - name: deploy
+    git:
+      url: "ssh://${userInfo().username}@127.0.0.1:${sshd.port}${repo.root}/registry.git"
+      path: registry.json
+      sshKeyFile: ${sshd.clientKey}
+      knownHostsFile: ${knownHosts}
+    syncPolicy: {interval: 1h}
+auth: {mode: anonymous}
+`,
+        )
+      const s = await startServe(['--config', config(sshd.knownHosts)], {
+        dir,
+        env: {XDG_DATA_HOME: join(dir, 'data')},
+      })
+      try {
+        assert.deepEqual(await names(s), ['io.ssh/tool'])
+      } finally {
+        await s.stop()
+      }
+      // A server whose key is not known (a man in the middle, a moved host): never trusted on
+      // first use.
+      const mitm = await runServe(['--config', config(sshd.emptyKnownHosts)], {
+        dir,
+        env: {XDG_DATA_HOME: join(dir, 'data2')},
+      })
+      assert.equal(mitm.code, 78)
+      assert.match(
+        mitm.stderr,
+        /source "deploy": ssh:\/\/127\.0\.0\.1:\d+\S+ HEAD:registry\.json: Host key verification failed/,
+      )
+    } finally {
+      sshd.stop()
+      repo.destroy()
+      rmSync(dir, {recursive: true, force: true})
+    }
   })
 })

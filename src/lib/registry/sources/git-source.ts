@@ -123,7 +123,7 @@ export class GitLoader implements SourceLoader {
                 ? `the file is larger than ${MAX_DOCUMENT_BYTES / 1024 / 1024} MiB`
                 : (err as {killed?: boolean}).killed
                   ? `git took longer than ${GIT_TIMEOUT_MS / 1000} s`
-                  : lastLine(stderr.toString())
+                  : this.#explain(reasonOf(stderr.toString()))
           reject(
             new ToolgateError(
               'ERR_SOURCE_LOAD',
@@ -134,6 +134,14 @@ export class GitLoader implements SourceLoader {
         },
       )
     })
+  }
+
+  /** git asks for a user name when a server refuses what it sent: say that plainly. */
+  #explain(reason: string): string {
+    if (!/could not read (Username|Password)|terminal prompts disabled/i.test(reason)) return reason
+    return this.#config.tokenFile
+      ? 'the server refused the credentials (check tokenFile and username)'
+      : 'the repository needs credentials: set tokenFile (https) or use an ssh URL with sshKeyFile'
   }
 
   #credentials(): NodeJS.ProcessEnv {
@@ -164,12 +172,19 @@ export function describeGitUrl(url: string): string {
   return url.replace(/^[^@/]*@/, '')
 }
 
-function lastLine(text: string): string {
+// git's own reasons worth a user's eye, before its generic "check your access rights" advice.
+const TELLING =
+  /Host key verification failed|Permission denied|Authentication failed|Could not resolve|Connection refused|Connection timed out|couldn't find remote ref|not found|does not appear to be a git repository|unable to access/i
+
+/** The line of git's stderr that says what went wrong. */
+function reasonOf(text: string): string {
   const lines = text
     .split('\n')
     .map((l) => l.trim())
     .filter(Boolean)
-  return (lines.at(-1) ?? 'git failed').replace(/^fatal: /, '').slice(0, 300)
+  const line =
+    lines.find((l) => TELLING.test(l)) ?? lines.find((l) => l.startsWith('fatal:')) ?? lines.at(-1)
+  return (line ?? 'git failed').replace(/^(fatal|error): /, '').slice(0, 300)
 }
 
 function redact(text: string, url: string): string {
