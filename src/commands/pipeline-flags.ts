@@ -94,7 +94,7 @@ export const authzFlags = {
   // The audit trail (issue 35, docs/audit.md) sits with authorization: who did what, and why allowed.
   'audit-log': Flags.string({
     description:
-      'Audit trail: a record per MCP message and per refusal, as hash-chained JSON lines in FILE (0600, rotated), or - for stdout.',
+      'Audit trail: a record per MCP message and per refusal, as hash-chained JSON lines in FILE (0600, rotated); - for stdout; udp://HOST:PORT, tcp://HOST:PORT or unix:/PATH for syslog (RFC 5424); otlp for OpenTelemetry logs (--otel-endpoint).',
     helpGroup: 'AUDIT',
   }),
   'audit-include-args': Flags.boolean({

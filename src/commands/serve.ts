@@ -37,7 +37,7 @@ export default class Serve extends BaseCommand {
     }),
     'audit-log': Flags.string({
       description:
-        'Audit trail of registry reads and refused tokens: hash-chained JSON lines in FILE, - for stdout, or a syslog URL (docs/audit.md).',
+        'Audit trail of registry reads, publishes and refused tokens: hash-chained JSON lines in FILE, - for stdout, a syslog URL, or otlp (OTEL_EXPORTER_OTLP_ENDPOINT) (docs/audit.md).',
       helpGroup: 'SERVE',
     }),
     ...networkFlags,

@@ -1,9 +1,11 @@
 import {randomUUID} from 'node:crypto'
 import type {Principal} from '../auth/types.ts'
 import type {WriteFacts} from '../registry-publish/publisher.ts'
+import {ToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
 import {AuditFile} from './file-sink.ts'
 import {parseSyslogTarget, SyslogSink} from './syslog-sink.ts'
+import type {OtlpLogSink} from './otlp-sink.ts'
 import {mcpEventsOf, redactionPattern} from './mcp-events.ts'
 import type {RequestObserver} from './request-facts.ts'
 
@@ -13,9 +15,36 @@ import type {RequestObserver} from './request-facts.ts'
  * Writing is synchronous and bounded (a line per message); a sink that fails does not stop or slow
  * traffic: the record is counted as dropped and the first failure of each run is logged.
  */
+/** `--audit-log otlp`: OpenTelemetry log records to the OTLP collector (otlp-sink.ts). */
+export const OTLP = 'otlp'
+export const NO_COLLECTOR =
+  '--audit-log otlp: no collector; pass --otel-endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT'
+
+/** Whether `--audit-log otlp` has somewhere to send to (checked before anything starts). */
+export function otlpLogsConfigured(endpoint: string | undefined, env: NodeJS.ProcessEnv): boolean {
+  return Boolean(
+    endpoint || env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT,
+  )
+}
+
+/** The OTLP sink when `log` asks for it (loading the SDK only then); undefined otherwise. */
+export async function openOtlpSink(
+  log: string,
+  endpoint: string | undefined,
+  env: NodeJS.ProcessEnv,
+  workload: string,
+): Promise<OtlpLogSink | undefined> {
+  if (log !== OTLP) return undefined
+  if (!otlpLogsConfigured(endpoint, env)) throw new ToolgateError('ERR_USAGE', NO_COLLECTOR)
+  const {OtlpLogSink} = await import('./otlp-sink.ts')
+  return new OtlpLogSink(endpoint, env, `toolgate-${workload}`)
+}
+
 export interface AuditOptions {
-  /** A file path, `-` for stdout, or a syslog receiver (udp://, tcp://, unix:). */
+  /** A file path, `-` for stdout, a syslog receiver (udp://, tcp://, unix:), or `otlp`. */
   log: string
+  /** `otlp`: the sink, made by the caller (openOtlpSink) so the SDK loads only when used. */
+  otlp?: OtlpLogSink | undefined
   includeArgs?: boolean
   /** More key names whose values are redacted from arguments. */
   redactKeys?: string[]
@@ -56,11 +85,17 @@ export class Auditor implements RequestObserver {
       this.syslog = new SyslogSink(syslog, `toolgate-${options.workload}`)
       this.syslog.onDrop = (err) => this.failed(err)
     }
-    this.file = options.log === '-' || syslog ? undefined : new AuditFile(options.log)
+    if (options.log === OTLP) {
+      if (!options.otlp) throw new Error('--audit-log otlp: the OTLP sink was not opened')
+      this.otlp = options.otlp
+      this.otlp.onDrop = (err) => this.failed(err)
+    }
+    this.file = options.log === '-' || syslog || this.otlp ? undefined : new AuditFile(options.log)
     if (this.file) this.file.onError = (err) => this.failed(err)
   }
 
   private readonly syslog: SyslogSink | undefined
+  private readonly otlp: OtlpLogSink | undefined
 
   /** The records of one answered request: one per message it carried. */
   request(facts: RequestFacts, outcome: Outcome): void {
@@ -132,9 +167,11 @@ export class Auditor implements RequestObserver {
     })
   }
 
-  close(): void {
+  /** Flushes and closes the sink; OTLP exports what is waiting first. */
+  async close(): Promise<void> {
     this.file?.close()
     this.syslog?.close()
+    await this.otlp?.close().catch(() => undefined)
   }
 
   private who(p: Principal | undefined) {
@@ -170,6 +207,7 @@ export class Auditor implements RequestObserver {
     try {
       if (this.file) this.file.write(record)
       else if (this.syslog) this.syslog.write(record)
+      else if (this.otlp) this.otlp.write(record)
       else process.stdout.write(JSON.stringify(record) + '\n')
     } catch (err) {
       this.failed(err as Error)

@@ -35,5 +35,5 @@ export function ms(facts: AuditFacts): number {
 export interface RequestObserver {
   request(facts: AuditFacts, outcome: Outcome): void
   refused(facts: AuditFacts, status: number, reason: string, durationMs: number): void
-  close?(): void
+  close?(): void | Promise<void>
 }

@@ -86,7 +86,13 @@ export async function preparePipeline(
   // The audit file is opened now: a file another process writes, or a damaged chain, is found
   // before anything listens.
   if (flags['audit-log']) {
-    const {Auditor} = await import('../audit/auditor.ts')
+    const {Auditor, openOtlpSink} = await import('../audit/auditor.ts')
+    const otlp = await openOtlpSink(
+      flags['audit-log'],
+      flags['otel-endpoint'],
+      deps.env ?? process.env,
+      name,
+    )
     ;(config.observers ??= []).push(
       new Auditor(
         {
@@ -98,6 +104,7 @@ export async function preparePipeline(
             .filter(Boolean),
           workload: name,
           target: flags['target-uri'],
+          otlp,
         },
         logger,
       ),

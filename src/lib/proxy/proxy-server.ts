@@ -362,7 +362,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
         await authenticator?.close().catch(() => undefined)
         await config.upstreamToken?.close?.().catch(() => undefined)
         await config.tokenExchange?.close().catch(() => undefined)
-        for (const o of observers) o.close?.()
+        await Promise.all(observers.map((o) => Promise.resolve(o.close?.()).catch(() => undefined)))
         await config.tracing?.shutdown().catch(() => undefined)
       })()
       return closing

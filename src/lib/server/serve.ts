@@ -145,12 +145,7 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
     }
 
     const oauth = config.auth.mode === 'oauth' ? config.auth.oauth : undefined
-    const auditor = opts.auditLog
-      ? new (await import('../audit/auditor.ts')).Auditor(
-          {log: opts.auditLog, workload: 'serve', target: ''},
-          logger,
-        )
-      : undefined
+    const auditor = opts.auditLog ? await openAuditor(opts.auditLog, logger) : undefined
     if (auditor) cleanups.push(async () => auditor.close())
     const mainHandler = createMainHandler({
       auditor,
@@ -215,6 +210,13 @@ export async function startServe(config: ServeConfig, opts: ServeOptions): Promi
     await cleanup()
     throw err
   }
+}
+
+/** `serve --audit-log`: a file, `-`, syslog, or `otlp` (to OTEL_EXPORTER_OTLP_ENDPOINT). */
+async function openAuditor(log: string, logger: Logger) {
+  const {Auditor, openOtlpSink} = await import('../audit/auditor.ts')
+  const otlp = await openOtlpSink(log, undefined, process.env, 'serve')
+  return new Auditor({log, workload: 'serve', target: '', otlp}, logger)
 }
 
 /** Each registry's first managed source: where its publishes go. */

@@ -164,6 +164,12 @@ export async function runDetached(
   // A bad audit destination is reported here too (the background process opens it).
   const audit = (input.flags as {'audit-log'?: string})['audit-log']
   if (audit) (await import('../audit/syslog-sink.ts')).parseSyslogTarget(audit)
+  if (audit) {
+    const {NO_COLLECTOR, otlpLogsConfigured} = await import('../audit/auditor.ts')
+    const otel = (input.flags as {'otel-endpoint'?: string})['otel-endpoint']
+    if (audit === 'otlp' && !otlpLogsConfigured(otel, process.env))
+      throw new ToolgateError('ERR_USAGE', NO_COLLECTOR)
+  }
   // A profile that does not load is reported here, not by the background process.
   if (input.permissionProfile !== undefined) loadPermissionProfile(input.permissionProfile)
   // A registry entry is fetched here too, so a bad name, a missing package or a missing required
