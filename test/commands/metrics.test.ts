@@ -102,6 +102,13 @@ describe('metrics scraped by a real Prometheus', {skip}, () => {
         `echo: m${i}`,
       )
     await client.listTools()
+    // While the client is connected: one session at the front proxy and at run's bridge, and the
+    // one server process run keeps.
+    const live = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+    const runLive = await live(ports.run)
+    assert.match(runLive, /^toolgate_sessions 1$/m)
+    assert.match(runLive, /^toolgate_server_processes 1$/m)
+    assert.match(await live(ports.proxy), /^toolgate_sessions 1$/m)
     await client.close()
 
     for (const port of [ports.run, ports.proxy]) {

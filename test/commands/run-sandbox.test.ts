@@ -16,6 +16,7 @@ import {join} from 'node:path'
 import {after, before, describe, it} from 'node:test'
 import type {Client} from '@modelcontextprotocol/sdk/client/index.js'
 import {needs} from '../helpers/component.ts'
+import {freePort} from '../helpers/mcp-upstream.ts'
 import {serveNpmPackage, type LocalNpmRegistry} from '../helpers/npm-registry.ts'
 import {runCli} from '../helpers/proxy-run.ts'
 import {startServe, type ServeProcess} from '../helpers/serve-process.ts'
@@ -154,7 +155,12 @@ describe('run --permission-profile FILE', {skip}, () => {
         network: {outbound: {allow_host: ['127.0.0.1'], allow_port: [allowedPort]}},
       }),
     )
-    const {client, stop} = await sandboxed('allowed', ['--permission-profile', profile], PROBE)
+    const internal = await freePort()
+    const {client, stop} = await sandboxed(
+      'allowed',
+      ['--permission-profile', profile, '--internal-address', `127.0.0.1:${internal}`],
+      PROBE,
+    )
     try {
       const w = await call(client, 'write_file', {
         path: join(writable, 'result.txt'),
@@ -178,6 +184,10 @@ describe('run --permission-profile FILE', {skip}, () => {
         .map((l) => `${l.host}:${l.port} ${l.decision}`)
       assert.ok(egress.includes(`127.0.0.1:${allowedPort} allow`), egress.join('; '))
       assert.ok(egress.includes(`127.0.0.1:${refusedPort} deny`), egress.join('; '))
+      // And counted on /metrics, by decision.
+      const metrics = await (await fetch(`http://127.0.0.1:${internal}/metrics`)).text()
+      assert.match(metrics, /^toolgate_egress_decisions_total\{decision="allow"\} [1-9]/m)
+      assert.match(metrics, /^toolgate_egress_decisions_total\{decision="deny"\} [1-9]/m)
     } finally {
       await stop()
     }

@@ -56,6 +56,40 @@ export class ProxyMetrics implements RequestObserver {
     ),
   )
   private readonly tools = new Set<string>()
+  readonly #readers = new Map<string, () => number | undefined>()
+  readonly #egress = this.registry.register(
+    new Counter(
+      'toolgate_egress_decisions_total',
+      "Connections the sandbox's egress proxy allowed or refused.",
+      ['decision'],
+    ),
+  )
+
+  /**
+   * Gauges read at scrape time: `sessions` (MCP sessions the proxy or `run`'s bridge holds) and
+   * `processes` (server processes `run` keeps). Each is registered once; a later call replaces
+   * what it reads.
+   */
+  watch(what: 'sessions' | 'processes', read: () => number | undefined): void {
+    const first = !this.#readers.has(what)
+    this.#readers.set(what, read)
+    if (!first) return
+    const [name, help] =
+      what === 'sessions'
+        ? ['toolgate_sessions', 'MCP sessions open now.']
+        : ['toolgate_server_processes', 'MCP server processes running now.']
+    this.registry.register(
+      new Gauge(name, help, [], (g) => {
+        const v = this.#readers.get(what)?.()
+        if (v !== undefined) g.set([], v)
+      }),
+    )
+  }
+
+  /** One decision of the sandbox's egress proxy (`run --sandbox`). */
+  egress(decision: 'allow' | 'deny'): void {
+    this.#egress.inc([decision])
+  }
 
   /** The audit records a failing sink could not take (issue 35: counted, never silent). */
   countDropped(read: () => number): void {

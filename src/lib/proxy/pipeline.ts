@@ -167,6 +167,8 @@ export async function preparePipeline(
 export interface Pipeline {
   proxy: RunningProxy
   config: ProxyConfig
+  /** With --internal-address: the metrics, for what the caller can add (run: processes, egress). */
+  metrics?: ProxyMetrics
   /**
    * The remote login, when one is configured (resolves at once otherwise). Until it is done,
    * clients get 503 with Retry-After (the token source has no token yet).
@@ -224,9 +226,12 @@ export async function startPrepared(
           throw err
         })
     : undefined
+  const metrics = prepared.metrics?.observer
+  metrics?.watch('sessions', () => proxy.sessions())
   return {
     proxy,
     config,
+    ...(metrics ? {metrics} : {}),
     login: () => prepared.remoteAuth?.login() ?? Promise.resolve(),
     close: async () => {
       await proxy.close()

@@ -100,6 +100,8 @@ export interface RunningProxy {
   server: Server
   url: string
   port: number
+  /** MCP sessions the proxy holds now; undefined when `run`'s bridge holds them instead. */
+  sessions(): number | undefined
   close(): Promise<void>
 }
 
@@ -354,6 +356,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     server,
     url: urlOf(info),
     port: info.port,
+    sessions: () => guard?.table.size,
     close() {
       closing ??= (async () => {
         guard?.close()

@@ -42,11 +42,13 @@ export async function startEgressProxy(
   socketPath: string,
   profile: PermissionProfile,
   logger: Logger,
+  onDecision?: (decision: 'allow' | 'deny') => void,
 ): Promise<EgressProxy> {
   const log = logger.child({component: 'egress'})
   const decide = (host: string, port: number, method: string): boolean => {
     const allowed = allowsConnection(profile, host, port)
     log.info('egress', {host, port, method, decision: allowed ? 'allow' : 'deny'})
+    onDecision?.(allowed ? 'allow' : 'deny')
     return allowed
   }
 

@@ -46,6 +46,8 @@ const NPM_REGISTRY = 'https://registry.npmjs.org/'
 
 export interface SandboxDeps {
   logger: Logger
+  /** Each decision of the egress proxy (counted on /metrics). */
+  onEgress?: (decision: 'allow' | 'deny') => void
   env?: NodeJS.ProcessEnv
   cwd?: string
   platform?: NodeJS.Platform
@@ -108,7 +110,7 @@ export async function prepareSandbox(
   if (needsEgressProxy(profile)) {
     const socket = await privateSocket('egress')
     removeSocket = socket.remove
-    egress = await startEgressProxy(socket.path, profile, deps.logger)
+    egress = await startEgressProxy(socket.path, profile, deps.logger, deps.onEgress)
     if (dropTo !== undefined) {
       chownSync(dirname(socket.path), dropTo, dropTo)
       chownSync(socket.path, dropTo, dropTo)

@@ -98,7 +98,7 @@ export async function startDetached(options: DetachOptions): Promise<WorkloadSta
   const timedOut = !exit && Date.now() >= deadline
   // A start that failed is recorded before the background process writes why and exits: wait for
   // that (briefly), so the reason is in the log read below.
-  for (const until = Date.now() + 3_000; !timedOut && !exit && Date.now() < until; ) await sleep(50)
+  for (const until = Date.now() + 3_000; !timedOut && !exit && Date.now() < until;) await sleep(50)
   if (timedOut) {
     try {
       process.kill(child.pid!, 'SIGTERM')

@@ -57,6 +57,10 @@ export interface LocalServer {
   targetSocketPath?: string
   /** The one server process (shared isolation, HTTP servers); undefined when isolated. */
   currentPid(): number | undefined
+  /** Server processes running now (for /metrics). */
+  processes(): number
+  /** MCP sessions the stdio bridge holds now; undefined without a bridge (HTTP servers). */
+  sessions(): number | undefined
   close(stopTimeoutMs: number): Promise<ExitInfo | undefined>
 }
 
@@ -144,9 +148,19 @@ export async function startLocalServer(
     throw err
   }
   const currentPid = () => supervisor.current?.child.pid
+  const counts = {
+    processes: () => (currentPid() === undefined ? 0 : 1),
+    sessions: () => bridge?.sessions,
+  }
   return bridge
-    ? {targetUri: 'http://localhost', targetSocketPath: bridge.socketPath, currentPid, close}
-    : {targetUri: `http://127.0.0.1:${spec.targetPort}`, currentPid, close}
+    ? {
+        targetUri: 'http://localhost',
+        targetSocketPath: bridge.socketPath,
+        currentPid,
+        close,
+        ...counts,
+      }
+    : {targetUri: `http://127.0.0.1:${spec.targetPort}`, currentPid, close, ...counts}
 }
 
 /** `--isolation principal|session`: processes started per owner behind one bridge. */
@@ -199,6 +213,8 @@ async function startIsolated(
     targetUri: 'http://localhost',
     targetSocketPath: bridge.socketPath,
     currentPid: () => undefined,
+    processes: () => lanes.processes().length,
+    sessions: () => bridge.sessions,
     close: async () => {
       await bridge.close()
       return undefined

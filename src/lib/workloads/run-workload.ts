@@ -177,7 +177,7 @@ export async function startWorkload(
         command,
         serverEnv,
         {workload: spec.name, ...spec.sandbox},
-        {logger},
+        {logger, onEgress: (decision) => pipeline?.metrics?.egress(decision)},
       )
       command = sandbox.command
       serverEnv = sandbox.env
@@ -247,6 +247,12 @@ export async function startWorkload(
     throw err
   }
   const {proxy, config} = pipeline
+  if (pipeline.metrics && local) {
+    const server = local
+    pipeline.metrics.watch('processes', () => server.processes())
+    // Behind the bridge the sessions are the bridge's, not the proxy's.
+    if (server.sessions() !== undefined) pipeline.metrics.watch('sessions', () => server.sessions())
+  }
   const path = spec.transport === 'sse' ? '/sse' : '/mcp'
   await save({
     status: ending ? state.status : 'running',
