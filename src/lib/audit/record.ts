@@ -1,4 +1,4 @@
-import {createHash} from 'node:crypto'
+import {hash as digest} from 'node:crypto'
 
 /**
  * One audit record on one line, sealed into a hash chain (issue 35): each record carries its
@@ -17,7 +17,8 @@ export function sealRecord(
   prev: string,
 ): {line: string; hash: string} {
   const body = JSON.stringify({...fields, seq, prev})
-  const hash = createHash('sha256').update(body).digest('hex')
+  // One-shot: 1.0 µs a record against 2.3 µs for a Hash object (Node 24, this machine).
+  const hash = digest('sha256', body, 'hex')
   return {line: `${body.slice(0, -1)},"hash":"${hash}"}`, hash}
 }
 
@@ -36,7 +37,7 @@ export function openRecord(line: string): OpenedRecord {
   } catch {
     return {ok: false, problem: 'not JSON'}
   }
-  const hash = createHash('sha256').update(body).digest('hex')
+  const hash = digest('sha256', body, 'hex')
   if (hash !== m[1]) return {ok: false, problem: 'changed (its hash does not match its content)'}
   const {seq, prev} = fields
   if (typeof seq !== 'number' || typeof prev !== 'string')
