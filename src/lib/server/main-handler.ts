@@ -163,7 +163,12 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
       if (limited(opts.limits?.publish, 'publish', req, res, caller)) return 'rate_limited'
       if (!opts.publisher) sendErrorBody(res, 404, 'not found')
       else {
-        await answerWrite(req, res, write, caller, opts.publisher, who.write)
+        try {
+          await answerWrite(req, res, write, caller, opts.publisher, who.write)
+        } catch (err) {
+          // A refusal (403, 409, 413…) is this route's answer, counted under its name.
+          fail(res, err, req)
+        }
       }
       return write.kind
     }
