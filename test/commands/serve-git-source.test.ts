@@ -8,6 +8,8 @@
 import {after, before, describe, test} from 'node:test'
 import assert from 'node:assert/strict'
 import {rmSync, writeFileSync} from 'node:fs'
+import {createServer} from 'node:http'
+import type {AddressInfo} from 'node:net'
 import {userInfo} from 'node:os'
 import {join} from 'node:path'
 import {
@@ -172,6 +174,34 @@ auth: {mode: anonymous}
     }
   })
 
+  test('a redirect is not followed: the token never reaches the host it points to', async () => {
+    const seen: string[] = []
+    const evil = createServer((req, res) => {
+      seen.push(req.headers.authorization ?? '(none)')
+      res.writeHead(404).end()
+    })
+    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r))
+    const evilUrl = `http://127.0.0.1:${(evil.address() as AddressInfo).port}`
+    const redirector = createServer((req, res) => {
+      res.writeHead(302, {location: `${evilUrl}${req.url ?? '/'}`}).end()
+    })
+    await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', r))
+    const from = `http://127.0.0.1:${(redirector.address() as AddressInfo).port}`
+    try {
+      writeFileSync(join(dir, 'token'), 'redirected-secret', {mode: 0o600})
+      const r = await runServe(['--config', config(from, './token')], {
+        dir,
+        env: {XDG_DATA_HOME: join(dir, 'data3')},
+      })
+      assert.equal(r.code, 78, r.stderr)
+      assert.ok(!r.stderr.includes('redirected-secret'))
+      assert.deepEqual(seen, [], 'the other host was never asked')
+    } finally {
+      evil.close()
+      redirector.close()
+    }
+  })
+
   test('configuration mistakes are named before anything runs', async () => {
     const cases: [string, RegExp][] = [
       [
@@ -195,6 +225,11 @@ auth: {mode: anonymous}
         `git: {url: "git://example.com/r.git", path: r.json, tokenFile: ./token}`,
         /git\.tokenFile: is for https/,
       ],
+      [
+        `git: {url: "http://git.example.com/r.git", path: r.json, tokenFile: ./token}`,
+        /git\.tokenFile: needs an https:\/\/ URL/,
+      ],
+      [`git: {url: "host::evil", path: r.json}`, /git\.url: is not a git URL/],
     ]
     writeFileSync(join(dir, 'token'), 'x', {mode: 0o600})
     for (const [git, problem] of cases) {

@@ -1,6 +1,7 @@
 import type {GitSourceConfig} from '../registry/types.ts'
 import {Checker, join} from './checker.ts'
 import {checkReadableFile, checkSecretFile} from './config-fields.ts'
+import {isLoopbackHost} from '../http/loopback.ts'
 
 /**
  * `sources[].git` (docs/registry-publish.md "Git sources"). What reaches the git command line is
@@ -34,7 +35,8 @@ export function checkGit(
   const url = c.string(o.url, join(path, 'url'), {required: true, nonEmpty: true})
   let scheme: string | undefined
   if (url !== undefined) {
-    if (url.startsWith('-') || /\s/.test(url) || CONTROL.test(url))
+    // `::` is git's transport syntax (ext::, fd::): never a repository address.
+    if (url.startsWith('-') || /\s/.test(url) || CONTROL.test(url) || url.includes('::'))
       c.add(join(path, 'url'), 'is not a git URL')
     else if (SCP_LIKE.test(url)) scheme = 'ssh:'
     else {
@@ -84,6 +86,13 @@ export function checkGit(
   )
   if (tokenFile && scheme !== 'https:' && scheme !== 'http:')
     c.add(join(path, 'tokenFile'), 'is for https:// URLs (use sshKeyFile for ssh)')
+  // A token over plain http is readable by anyone on the way; loopback is the only exception.
+  if (tokenFile && scheme === 'http:' && url !== undefined && !isLoopbackUrl(url))
+    c.add(
+      join(path, 'tokenFile'),
+      'needs an https:// URL (a token over http is readable on the way)',
+    )
+  if (sshKeyFile) checkSecretFile(c, sshKeyFile, join(path, 'sshKeyFile'), join(path, 'sshKeyFile'))
   if ((sshKeyFile || knownHostsFile) && scheme !== 'ssh:')
     c.add(join(path, sshKeyFile ? 'sshKeyFile' : 'knownHostsFile'), 'is for ssh URLs')
   if (username !== undefined && !tokenFile) c.add(join(path, 'username'), 'needs tokenFile')
@@ -96,5 +105,13 @@ export function checkGit(
     ...(username !== undefined ? {username} : {}),
     ...(sshKeyFile ? {sshKeyFile} : {}),
     ...(knownHostsFile ? {knownHostsFile} : {}),
+  }
+}
+
+function isLoopbackUrl(url: string): boolean {
+  try {
+    return isLoopbackHost(new URL(url).hostname)
+  } catch {
+    return false
   }
 }

@@ -147,21 +147,23 @@ export class GitLoader implements SourceLoader {
   #credentials(): NodeJS.ProcessEnv {
     const c = this.#config
     const out: NodeJS.ProcessEnv = {}
+    // Never follow a redirect: git would re-send the credentials to wherever it points.
+    const config: [string, string][] = [['http.followRedirects', 'false']]
     if (c.tokenFile) {
       const token = readSecretFile(c.tokenFile, {what: `sources (${c.name}).git.tokenFile`})
       const basic = Buffer.from(`${c.username ?? 'x-access-token'}:${token}`).toString('base64')
-      Object.assign(out, {
-        GIT_CONFIG_COUNT: '1',
-        GIT_CONFIG_KEY_0: 'http.extraHeader',
-        GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`,
-      })
+      // Scoped to the configured URL: sent to that repository only.
+      config.push([`http.${c.url}.extraHeader`, `Authorization: Basic ${basic}`])
     }
-    if (c.sshKeyFile) {
-      const known = c.knownHostsFile ? ` -o UserKnownHostsFile=${quote(c.knownHostsFile)}` : ''
-      out.GIT_SSH_COMMAND =
-        `ssh -F /dev/null -i ${quote(c.sshKeyFile)} -o IdentitiesOnly=yes -o BatchMode=yes ` +
-        `-o StrictHostKeyChecking=yes${known}`
-    }
+    config.forEach(([key, value], i) => {
+      out[`GIT_CONFIG_KEY_${i}`] = key
+      out[`GIT_CONFIG_VALUE_${i}`] = value
+    })
+    out.GIT_CONFIG_COUNT = String(config.length)
+    // ssh never asks anything (BatchMode), and checks the host (StrictHostKeyChecking=yes).
+    const key = c.sshKeyFile ? ` -F /dev/null -i ${quote(c.sshKeyFile)} -o IdentitiesOnly=yes` : ''
+    const known = c.knownHostsFile ? ` -o UserKnownHostsFile=${quote(c.knownHostsFile)}` : ''
+    out.GIT_SSH_COMMAND = `ssh${key} -o BatchMode=yes -o StrictHostKeyChecking=yes${known}`
     return out
   }
 }
@@ -184,7 +186,12 @@ function reasonOf(text: string): string {
     .filter(Boolean)
   const line =
     lines.find((l) => TELLING.test(l)) ?? lines.find((l) => l.startsWith('fatal:')) ?? lines.at(-1)
-  return (line ?? 'git failed').replace(/^(fatal|error): /, '').slice(0, 300)
+  // The remote's own words may hold anything: no control characters reach a log or a terminal.
+  return (line ?? 'git failed')
+    .replace(/^(fatal|error): /, '')
+    // eslint-disable-next-line no-control-regex -- control characters are what we replace
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ')
+    .slice(0, 300)
 }
 
 function redact(text: string, url: string): string {
