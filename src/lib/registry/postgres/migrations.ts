@@ -1,6 +1,7 @@
-import type {Sql} from 'postgres'
+import type {ReservedSql, Sql} from 'postgres'
 import type {Migration} from '../migrations.ts'
-import {traitsSql} from '../traits.ts'
+import {traitsOf} from '../traits.ts'
+import type {ServerJson} from '../types.ts'
 
 /**
  * Versioned schema of the PostgreSQL store, mirroring the SQLite one (../migrations.ts) so both
@@ -12,7 +13,12 @@ import {traitsSql} from '../traits.ts'
  * - `store_state.generation` counts committed changes (the response caches of every replica key on
  *   it), and `source_sync` holds each source's sync lease and last success (coordination).
  */
-export const PG_MIGRATIONS: readonly Migration[] = [
+/** A migration with a step in JS after its SQL, in the same transaction. */
+export interface PgMigration extends Migration {
+  after?: (sql: ReservedSql) => Promise<void>
+}
+
+export const PG_MIGRATIONS: readonly PgMigration[] = [
   {
     version: 1,
     description: 'source data, registry definitions, materialised registry entries, sync leases',
@@ -95,20 +101,14 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   {
     version: 3,
     description: 'traits of each version for the list filters (traits.ts)',
-    // As SQLite's migration 4. strict jsonpath with silent errors: a `packages` that is not an
-    // array matches nothing, exactly as traitsOf reads it.
+    // Rows stored before are computed in JS, not with `::jsonb`: PostgreSQL's jsonb refuses
+    // \u0000 and lone surrogates, which a stored document (TEXT) may hold, and one such row
+    // would stop every replica from starting.
     sql: `
       ALTER TABLE source_versions ADD COLUMN traits INTEGER NOT NULL DEFAULT 0;
       ALTER TABLE registry_entries ADD COLUMN traits INTEGER NOT NULL DEFAULT 0;
-      UPDATE source_versions SET traits = ${traitsSql(
-        (array, field, value) =>
-          `COALESCE(jsonb_path_exists(server_json::jsonb, 'strict $.${array}[*] ? (@.${field} == "${value}")', '{}', true), false)`,
-        (array) =>
-          `(jsonb_typeof(server_json::jsonb -> '${array}') = 'array' AND ` +
-          `COALESCE(jsonb_path_exists(server_json::jsonb, 'strict $.${array}[0]', '{}', true), false))`,
-      )};
-      UPDATE registry_entries re SET traits = sv.traits FROM source_versions sv WHERE sv.id = re.entry_id;
     `,
+    after: backfillTraits,
   },
 ]
 
@@ -122,7 +122,7 @@ export const MIGRATION_LOCK_KEY = 0x746f6f6c // "tool"
  */
 export async function runPgMigrations(
   sql: Sql,
-  migrations: readonly Migration[] = PG_MIGRATIONS,
+  migrations: readonly PgMigration[] = PG_MIGRATIONS,
 ): Promise<number[]> {
   const reserved = await sql.reserve()
   try {
@@ -138,6 +138,7 @@ export async function runPgMigrations(
         await reserved.unsafe('BEGIN')
         try {
           await reserved.unsafe(m.sql)
+          if (m.after) await m.after(reserved)
           await reserved`INSERT INTO schema_migrations (version, description)
             VALUES (${m.version}, ${m.description})`
           await reserved.unsafe('COMMIT')
@@ -154,4 +155,28 @@ export async function runPgMigrations(
   } finally {
     reserved.release()
   }
+}
+
+/** Fills `traits` of the rows stored before migration 3, a page of ids at a time. */
+async function backfillTraits(sql: ReservedSql): Promise<void> {
+  let after = 0
+  for (;;) {
+    const rows = await sql<{id: string; server_json: string}[]>`
+      SELECT id, server_json FROM source_versions WHERE id > ${after} ORDER BY id LIMIT 2000`
+    if (rows.length === 0) break
+    const ids = rows.map((r) => String(r.id))
+    const traits = rows.map((r) => {
+      try {
+        return traitsOf(JSON.parse(r.server_json) as ServerJson)
+      } catch {
+        return 0
+      }
+    })
+    await sql`UPDATE source_versions sv SET traits = t.traits
+      FROM unnest(${sql.array(ids)}::bigint[], ${sql.array(traits)}::int[]) AS t(id, traits)
+      WHERE sv.id = t.id`
+    after = Number(ids.at(-1))
+  }
+  await sql`UPDATE registry_entries re SET traits = sv.traits FROM source_versions sv
+    WHERE sv.id = re.entry_id AND re.traits <> sv.traits`
 }
