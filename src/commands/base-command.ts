@@ -47,9 +47,10 @@ export abstract class BaseCommand extends Command {
 
   /** One error on stderr: `Error: …` for people, one `{"error","code"}` object with `--json`. */
   private writeError(json: boolean, message: string, code: string): void {
-    process.stderr.write(
-      json ? JSON.stringify({error: message, code}) + '\n' : `Error: ${message}\n`,
-    )
+    // Messages may quote what a remote party sent: no terminal control sequence gets through.
+    // eslint-disable-next-line no-control-regex -- control characters are what we replace
+    const safe = message.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, ' ')
+    process.stderr.write(json ? JSON.stringify({error: message, code}) + '\n' : `Error: ${safe}\n`)
   }
 
   protected override async catch(

@@ -349,6 +349,28 @@ describe('toolgate registry against a registry in the official format', () => {
     server = createServer((req, res) => {
       const u = new URL(req.url ?? '/', 'http://x')
       requests.push(u.pathname + u.search)
+      // A hostile registry: cursors that alternate for ever, escapes in every field a table shows.
+      if (u.pathname === '/loop/v0.1/servers') {
+        const next = u.searchParams.get('cursor') === 'A' ? 'B' : 'A'
+        const evil = {
+          server: {
+            name: 'io.evil/x',
+            version: '1.0.0',
+            description: 'ok',
+            packages: [
+              {registryType: 'npm', identifier: 'x', transport: {type: '\u001b]0;PWNED\u0007'}},
+            ],
+          },
+          _meta: {
+            'io.modelcontextprotocol.registry/official': {status: '\u001b[2J', isLatest: true},
+          },
+          event: 'end',
+        }
+        res
+          .writeHead(200, {'content-type': 'application/json'})
+          .end(JSON.stringify({servers: [evil], metadata: {count: 1, nextCursor: next}}))
+        return
+      }
       if (u.pathname !== '/v0.1/servers') {
         res
           .writeHead(404, {'content-type': 'application/json'})
@@ -400,6 +422,41 @@ describe('toolgate registry against a registry in the official format', () => {
       requests.every((q) => q.includes('version=latest')),
       'the latest of each by default',
     )
+  })
+
+  test('a hostile registry: cursors that loop end the walk; escapes never reach the terminal', async () => {
+    const looped = await cli(['registry', 'list', '--all', '--registry', `${url}/loop`], home)
+    assert.equal(looped.code, 69)
+    assert.match(looped.stderr, /answered a nextCursor it had already given/)
+    const shown = await cli(['registry', 'list', '--limit', '1', '--registry', `${url}/loop`], home)
+    assert.equal(shown.code, 0, shown.stderr)
+    // eslint-disable-next-line no-control-regex -- control characters are what must not appear
+    assert.doesNotMatch(shown.stdout + shown.stderr, /[\u0000-\u0008\u000b-\u001f]/)
+    const json = await cli(
+      ['registry', 'list', '--limit', '1', '--json', '--registry', `${url}/loop`],
+      home,
+    )
+    assert.deepEqual(
+      jsonLines(json.stdout).map((l) => l.event),
+      ['server', 'end'],
+      'an entry cannot pass itself off as another event',
+    )
+  })
+
+  test('a token never goes over plain http to another machine', async () => {
+    const r = await cli(
+      [
+        'registry',
+        'list',
+        '--registry',
+        'http://registry.example.test/registry/x',
+        '--remote-auth-bearer-token',
+        'abc',
+      ],
+      home,
+    )
+    assert.equal(r.code, 2)
+    assert.match(r.stderr, /a token goes over https only/)
   })
 
   test('the base URL may be given with /v0.1 or a trailing slash', async () => {

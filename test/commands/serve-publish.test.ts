@@ -110,9 +110,13 @@ describe('serve: publishing with Cedar deciding who may publish where (SQLite)',
           {name: 'default', sources: ['team', 'mirror']},
           {name: 'readonly', sources: ['mirror']},
         ],
+        // Many publishes in a row from one caller here; the default bucket is tested elsewhere.
+        rateLimits: {publish: {rate: '100/s', burst: 100}},
         auth: {
           oauth: {
             resourceUrl: RESOURCE,
+            // Public for reading; a write there still needs a token (anonymous never publishes).
+            publicPaths: ['/registry/default'],
             providers: [
               {name: 'op', issuerUrl: op.issuer, audience: 'api://registry', allowPrivateIP: true},
             ],
@@ -395,6 +399,62 @@ describe('serve: publishing with Cedar deciding who may publish where (SQLite)',
     )
   })
 
+  test('what a sync would refuse is refused at publish: control characters, hostile depth', async () => {
+    const bell = await send(
+      s.url,
+      'POST',
+      `${API}/publish`,
+      server('io.team-a/bell', '1.0.0\u0007'),
+      tokens.alice,
+    )
+    assert.equal(bell.status, 400)
+    assert.match((bell.body as {error: string}).error, /\/version: /)
+    let deep: Record<string, unknown> = {leaf: true}
+    for (let i = 0; i < 200; i++) deep = {d: deep}
+    const nested = await send(
+      s.url,
+      'POST',
+      `${API}/publish`,
+      server('io.team-a/deep', '1.0.0', {_meta: deep}),
+      tokens.alice,
+    )
+    assert.equal(nested.status, 400)
+    assert.match(
+      (nested.body as {error: string}).error,
+      /\/_meta: must not nest objects or arrays more than 64 deep/,
+    )
+    // Nothing was stored: the same name publishes cleanly afterwards.
+    const clean = await send(
+      s.url,
+      'POST',
+      `${API}/publish`,
+      server('io.team-a/deep', '1.0.0'),
+      tokens.alice,
+    )
+    assert.equal(clean.status, 200, clean.text)
+  })
+
+  test('a retry of the same document is a 200, not a conflict', async () => {
+    const doc = server('io.team-a/retry', '1.0.0')
+    const first = await send(s.url, 'POST', `${API}/publish`, doc, tokens.alice)
+    const again = await send(s.url, 'POST', `${API}/publish`, doc, tokens.alice)
+    assert.equal(first.status, 200)
+    assert.equal(again.status, 200, again.text)
+    assert.deepEqual(again.body, first.body)
+  })
+
+  test('writes need a token even on a public path; the registry is checked before the body', async () => {
+    const anonymous = await send(s.url, 'POST', `${API}/publish`, server('io.team-a/anon', '1.0.0'))
+    assert.equal(anonymous.status, 401)
+    assert.match(anonymous.headers.get('www-authenticate') ?? '', /^Bearer /)
+    const read = await getJson(`${s.url}${API}/servers?search=weather`)
+    assert.equal(read.status, 200, 'reading the public path needs none')
+    const unknown = await send(s.url, 'POST', '/registry/nope/v0.1/publish', 'x', tokens.alice, {
+      'content-type': 'text/plain',
+    })
+    assert.equal(unknown.status, 404, 'an unknown registry is named before the body is judged')
+  })
+
   test('hostile bodies: not JSON, duplicate keys, a BOM, too large, wrong type, wrong method', async () => {
     const form = await send(s.url, 'POST', `${API}/publish`, 'name=x', tokens.alice, {
       'content-type': 'application/x-www-form-urlencoded',
@@ -560,8 +620,15 @@ describe('serve: publishing on PostgreSQL with two replicas', {skip: postgresMis
       ])
       assert.equal(x.status, 200, x.text)
       assert.equal(y.status, 200, y.text)
-      const dup = await send(b.url, 'POST', `${API}/publish`, server('io.pg/one', '1.1.0'))
+      const dup = await send(
+        b.url,
+        'POST',
+        `${API}/publish`,
+        server('io.pg/one', '1.1.0', {description: 'another document'}),
+      )
       assert.equal(dup.status, 409)
+      const retry = await send(b.url, 'POST', `${API}/publish`, server('io.pg/one', '1.1.0'))
+      assert.equal(retry.status, 200, 'the same document again is a retry')
       const versions = await getJson(`${a.url}${API}/servers/io.pg%2Fone/versions`)
       assert.deepEqual(
         (versions.body as {servers: {server: {version: string}}[]}).servers.map(

@@ -38,7 +38,9 @@ export function checkSources(c: Checker, value: unknown, baseDir: string): Sourc
       return
     }
     if (o.managed !== undefined) {
-      // Published to through the API (docs/registry-publish.md); nothing to configure yet.
+      // Published to through the API (docs/registry-publish.md); nothing to configure yet. A
+      // filter would let a publish be stored and never served: what is published is the filter.
+      if (o.filter !== undefined) c.add(join(p, 'filter'), 'does not apply to a managed source')
       if (c.object(o.managed, join(p, 'managed'), [])) out.push({kind: 'managed', ...common})
       return
     }
@@ -122,6 +124,17 @@ export function checkRegistries(
     })
     if (name !== undefined) out.push({name, sources: refs})
   })
+  // A write is authorized for the registry it is sent to: a managed source in two registries
+  // would let a publish permitted in one appear in the other.
+  for (const source of sources) {
+    if (source.kind !== 'managed') continue
+    const holders = out.filter((r) => r.sources.includes(source.name)).map((r) => r.name)
+    if (holders.length > 1)
+      c.add(
+        'registries',
+        `managed source "${source.name}" is in registries ${holders.map((h) => `"${h}"`).join(' and ')}: a managed source belongs to one registry`,
+      )
+  }
   return out
 }
 

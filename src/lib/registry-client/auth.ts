@@ -26,7 +26,7 @@ export interface RegistryCredentials {
 export async function registryCredentials(
   flags: RegistryAuthFlags,
   registryUrl: string,
-  deps: {logger: Logger; json: boolean; env?: NodeJS.ProcessEnv},
+  deps: {logger: Logger; json: boolean; env?: NodeJS.ProcessEnv; explicit: boolean},
 ): Promise<RegistryCredentials> {
   const env = deps.env ?? process.env
   const given = flags['remote-auth-bearer-token']
@@ -38,7 +38,13 @@ export async function registryCredentials(
       ? readSecretFile(file, {what: '--remote-auth-bearer-token-file'})
       : given?.trim()
   if (given !== undefined && !bearer) throw usage('--remote-auth-bearer-token must not be empty')
-  if (bearer === undefined && !flags['remote-auth'] && env[BEARER_TOKEN_ENV]?.trim())
+  // The environment's token goes only to a registry the user named, never to the default one.
+  if (
+    bearer === undefined &&
+    deps.explicit &&
+    !flags['remote-auth'] &&
+    env[BEARER_TOKEN_ENV]?.trim()
+  )
     bearer = env[BEARER_TOKEN_ENV].trim()
   // eslint-disable-next-line no-control-regex -- control characters are what we refuse
   if (bearer !== undefined && /[\u0000-\u001f\u007f\s]/.test(bearer))

@@ -2,6 +2,7 @@ import {ToolgateError, type ErrorCode} from '../errors.ts'
 import {createOutboundClient, type OutboundClient} from '../http/outbound.ts'
 import {isRecord} from '../mcp/json-rpc.ts'
 import type {ServerEntry} from '../registry/types.ts'
+import {clean} from './format.ts'
 
 /**
  * A client of any MCP registry API v0.1 (`toolgate serve`'s `…/registry/<name>` or the official
@@ -29,6 +30,8 @@ export interface RegistryClientOptions {
 }
 
 const PAGE_MAX = 100
+// 1,000,000 entries at 100 a page: past that a registry is not paging, it is looping.
+const MAX_PAGES = 10_000
 // A page of 100 entries with long descriptions and package lists stays well under this.
 const MAX_BODY = 8 * 1024 * 1024
 
@@ -83,18 +86,22 @@ export class RegistryClient {
    */
   async *entries(filters: ListFilters, max?: number): AsyncGenerator<ServerEntry, {more: boolean}> {
     let cursor: string | undefined
-    let seen = 0
+    let count = 0
+    const seen = new Set<string>()
     for (;;) {
-      const want = max === undefined ? PAGE_MAX : Math.min(PAGE_MAX, max - seen)
+      const want = max === undefined ? PAGE_MAX : Math.min(PAGE_MAX, max - count)
       const page = await this.page(filters, want, cursor)
       for (const entry of page.servers) {
-        if (max !== undefined && seen >= max) return {more: true}
-        seen++
+        if (max !== undefined && count >= max) return {more: true}
+        count++
         yield entry
       }
       if (!page.nextCursor) return {more: false}
-      if (max !== undefined && seen >= max) return {more: true}
-      if (page.nextCursor === cursor) throw this.#odd('the same nextCursor twice')
+      if (max !== undefined && count >= max) return {more: true}
+      // A cursor seen before (A, B, A…) or an endless walk would never end: stop with an error.
+      if (seen.has(page.nextCursor)) throw this.#odd('a nextCursor it had already given')
+      if (seen.size >= MAX_PAGES) throw this.#odd(`more than ${MAX_PAGES} pages`)
+      seen.add(page.nextCursor)
       cursor = page.nextCursor
     }
   }
@@ -151,14 +158,14 @@ export class RegistryClient {
 
 /** The registry's own words, with the code its status stands for (docs/exit-codes.md). */
 function refusal(status: number, body: unknown, headers: Headers, what: string): ToolgateError {
-  const said =
-    isRecord(body) && typeof body.error === 'string' ? body.error.slice(0, 500) : undefined
+  // The registry's words reach a terminal: cleaned like everything else it sends.
+  const said = isRecord(body) && typeof body.error === 'string' ? clean(body.error) : undefined
   const problems =
     isRecord(body) && Array.isArray(body.errors)
       ? body.errors
           .slice(0, 20)
           .filter(isRecord)
-          .map((e) => `  ${String(e.pointer) || '(document)'}: ${String(e.message)}`)
+          .map((e) => `  ${clean(e.pointer, 200) || '(document)'}: ${clean(e.message, 300)}`)
       : []
   const codes: Record<number, ErrorCode> = {
     400: 'ERR_BAD_PARAMETER',

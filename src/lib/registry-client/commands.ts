@@ -1,4 +1,5 @@
 import {ToolgateError} from '../errors.ts'
+import {isLoopbackHost} from '../http/loopback.ts'
 import type {Logger} from '../log/logger.ts'
 import type {ServerEntry} from '../registry/types.ts'
 import {registryCredentials, type RegistryAuthFlags} from './auth.ts'
@@ -43,7 +44,18 @@ export async function withRegistry<T>(
   fn: (client: RegistryClient) => Promise<T>,
 ): Promise<T> {
   const url = registryBase(flags, required)
-  const creds = await registryCredentials(flags, url.href, {logger, json: flags.json})
+  const creds = await registryCredentials(flags, url.href, {
+    logger,
+    json: flags.json,
+    explicit: flags.registry !== undefined,
+  })
+  if (creds.token && url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
+    await creds.close()
+    throw new ToolgateError(
+      'ERR_USAGE',
+      `--registry ${url.origin}: a token goes over https only (plain http is readable on the way); loopback excepted`,
+    )
+  }
   const client = new RegistryClient(url.href, creds.token ? {token: creds.token} : {})
   try {
     return await fn(client)
@@ -81,7 +93,8 @@ export async function listEntries(
       break
     }
     count++
-    if (json) out.line(JSON.stringify({event: 'server', ...next.value}))
+    // The entry's own fields first: a registry cannot pass an entry off as another event.
+    if (json) out.line(JSON.stringify({...next.value, event: 'server'}))
     else shown.push(next.value)
   }
   if (json) {
@@ -102,7 +115,7 @@ export async function showEntry(
   const {name, version} = parseRef(ref)
   const entry = await client.version(name, version)
   if (json) {
-    out.line(JSON.stringify({event: 'server', ...entry}))
+    out.line(JSON.stringify({...entry, event: 'server'}))
     return
   }
   const versions = await client.versions(name).catch(() => undefined)
@@ -123,7 +136,7 @@ export async function publishFile(
     throw new ToolgateError('ERR_USAGE', `${where}: not JSON (${(err as Error).message})`)
   }
   const entry = await client.publish(text)
-  if (json) out.line(JSON.stringify({event: 'published', ...entry}))
+  if (json) out.line(JSON.stringify({...entry, event: 'published'}))
   else
     out.line(
       `published ${clean(entry.server.name, 200)} ${clean(entry.server.version, 60)} to ${client.base.href}`,
@@ -141,7 +154,7 @@ export async function setStatus(
   if (version === 'latest')
     throw new ToolgateError('ERR_USAGE', `name the exact version: ${name}@<version>`)
   const entry = await client.setStatus(name, version, status)
-  if (json) out.line(JSON.stringify({event: 'status', ...entry}))
+  if (json) out.line(JSON.stringify({...entry, event: 'status'}))
   else out.line(`${clean(name, 200)} ${clean(version, 60)} is now ${status}`)
 }
 

@@ -5,8 +5,9 @@ import {OFFICIAL_META_KEY, type ServerEntry} from '../registry/types.ts'
  * anyone's: control characters (terminal escape sequences that could rewrite the screen or the
  * window title) are replaced before anything reaches the terminal.
  */
-// eslint-disable-next-line no-control-regex -- control characters are exactly what we replace
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+const CONTROL =
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what we replace
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g
 
 export function clean(text: unknown, max = 500): string {
   const s =
@@ -40,7 +41,7 @@ export function tableOf(entries: ServerEntry[]): string {
       clean(e.server.name, 200),
       clean(e.server.version, 40),
       clean(official(e)?.status ?? '', 12),
-      transportsOf(e).join(',') || '-',
+      clean(transportsOf(e).join(','), 60) || '-',
       clean(e.server.description, 60),
     ])
   }
@@ -84,7 +85,7 @@ export function detailOf(entry: ServerEntry, versions: ServerEntry[] | undefined
   if (versions && versions.length > 0) {
     const list = versions.map((v) => {
       const status = official(v)?.status
-      return `${clean(v.server.version, 60)}${status && status !== 'active' ? ` (${status})` : ''}`
+      return `${clean(v.server.version, 60)}${status && status !== 'active' ? ` (${clean(status, 12)})` : ''}`
     })
     lines.push(`  versions:    ${list.join(', ')}`)
   }

@@ -1,7 +1,7 @@
 import type {Principal} from '../auth/types.ts'
 import type {Decision} from '../authz/authorizer.ts'
 import {ToolgateError} from '../errors.ts'
-import {prepareRecord} from '../registry/record.ts'
+import {checkRecord, prepareRecord} from '../registry/record.ts'
 import {
   OFFICIAL_META_KEY,
   type OfficialMeta,
@@ -69,10 +69,15 @@ export class Publisher {
     caller: Principal | undefined,
     facts: WriteFacts,
   ): Promise<ServerEntry> {
-    const source = this.#managedSource(registry)
+    const source = this.sourceFor(registry)
     // ajv is loaded on the first publish, not at every start of serve.
     const {checkServerJson} = await import('./validate.ts')
+    // The store's own rules first (nesting depth, control characters, reserved versions): what is
+    // accepted here is what a sync serves, and nothing below recurses into a hostile depth.
+    const stored = checkRecord(body)
     const problems = checkServerJson(body)
+    if (stored && !problems.some((p) => p.pointer === `/${stored.field}`))
+      problems.unshift({pointer: `/${stored.field}`, message: stored.reason})
     if (problems.length > 0) throw new PublishRefused(problems)
     const server = withoutOfficialMeta(body as ServerJson)
     facts.name = server.name
@@ -80,21 +85,21 @@ export class Publisher {
     const draft: ServerEntry = {server, _meta: {[OFFICIAL_META_KEY]: officialDraft()}}
     this.#authorize(caller, 'publish', registry, draft, facts)
     await this.#refuseForeignName(registry, source, server.name)
+    const serverJson = prepareRecord(server, false).json
     const outcome = await this.#o.store.publishVersion(
       source,
-      {
-        name: server.name,
-        version: server.version,
-        serverJson: prepareRecord(server, false).json,
-        publishedBy: publisherOf(caller),
-      },
+      {name: server.name, version: server.version, serverJson, publishedBy: publisherOf(caller)},
       this.#now(),
     )
     if (outcome === 'exists') {
-      throw new ToolgateError(
-        'ERR_CONFLICT',
-        `version ${server.version} of ${server.name} is already published; publish a new version`,
-      )
+      // The same document again is a retry (a lost answer, a failed sync): done, not a conflict.
+      const row = await this.#row(source, server.name, server.version)
+      if (row?.serverJson !== serverJson) {
+        throw new ToolgateError(
+          'ERR_CONFLICT',
+          `version ${server.version} of ${server.name} is already published; publish a new version`,
+        )
+      }
     }
     await this.#o.sync(source)
     return this.#served(registry, server.name, server.version)
@@ -111,15 +116,16 @@ export class Publisher {
   ): Promise<ServerEntry> {
     facts.name = name
     facts.version = version
-    const source = this.#managedSource(registry)
+    const source = this.sourceFor(registry)
     const status = statusOf(body)
     facts.status = status
-    const row = (await this.#o.store.publishedVersions(source)).find(
-      (v) => v.name === name && v.version === version,
-    )
+    const row = await this.#row(source, name, version)
     if (!row) throw new ToolgateError('ERR_NOT_FOUND', 'not found')
-    // As served (isLatest as readers see it); from the table when another source shadows it.
-    const entry = (await this.#o.store.getVersion(registry, name, version)) ?? entryOf(row)
+    // As served (isLatest as readers see it) when it is this version that is served; from the
+    // table when another source's entry of that name is served instead.
+    const served = await this.#o.store.getVersion(registry, name, version)
+    const ours = served?._meta[OFFICIAL_META_KEY]?.publishedAt === row.publishedAt
+    const entry = served && ours ? served : entryOf(row)
     try {
       this.#authorize(caller, 'set_status', registry, entry, facts)
     } catch (err) {
@@ -138,7 +144,8 @@ export class Publisher {
     return this.#served(registry, name, version)
   }
 
-  #managedSource(registry: string): string {
+  /** The managed source that takes the registry's writes: 404 unknown registry, 403 none. */
+  sourceFor(registry: string): string {
     if (!this.#o.store.hasRegistry(registry))
       throw new ToolgateError('ERR_REGISTRY_NOT_FOUND', 'registry not found')
     const source = this.#o.managedSourceOf(registry)
@@ -191,6 +198,12 @@ export class Publisher {
         `${name} is served from another source of registry "${registry}"; publish under a name of your own`,
       )
     }
+  }
+
+  async #row(source: string, name: string, version: string): Promise<PublishedVersion | undefined> {
+    return (await this.#o.store.publishedVersions(source)).find(
+      (v) => v.name === name && v.version === version,
+    )
   }
 
   async #served(registry: string, name: string, version: string): Promise<ServerEntry> {

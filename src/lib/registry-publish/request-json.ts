@@ -16,7 +16,11 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   if (type !== 'application/json') {
     throw new ToolgateError('ERR_UNSUPPORTED_MEDIA_TYPE', 'content-type: must be application/json')
   }
-  const bytes = await readBody(req, MAX_PUBLISH_BYTES)
+  const bytes = await readBody(req, MAX_PUBLISH_BYTES).catch((err: unknown) => {
+    if (err instanceof ToolgateError) throw err
+    // The client went away mid-upload: a 400 nobody reads, not a server fault to log.
+    throw new ToolgateError('ERR_BAD_PARAMETER', 'body: the upload ended before its end')
+  })
   const checked = unambiguousJsonText(bytes)
   if (!('text' in checked)) {
     throw new ToolgateError('ERR_BAD_PARAMETER', `body: ${describeAmbiguity(checked)}`)

@@ -13,6 +13,8 @@ const exactVersion = {
   type: 'string',
   minLength: 1,
   maxLength: 255,
+  // No whitespace or control characters: a version is part of URLs and of terminal output.
+  pattern: '^[^\\s\\u0000-\\u001f\\u007f]+$',
   // "latest" is an API keyword; ranges (^1.2, ~1, >=1, 1.x, *) are not one version.
   not: {anyOf: [{const: 'latest'}, {pattern: '^[\\^~<>=*]'}, {pattern: '(^|\\.)[xX*](\\.|$)'}]},
 }

@@ -21,6 +21,8 @@ export interface AuthGate {
     req: IncomingMessage,
     res: ServerResponse,
     rawPath: string,
+    /** A write (publish, status): a valid token is required even on a public path. */
+    write?: boolean,
   ): Promise<Principal | null | false>
 }
 
@@ -56,8 +58,8 @@ export function createAuthGate(
     }
   }
   return {
-    async check(req, res, rawPath) {
-      if (isPublicPath(rawPath, publicPaths)) {
+    async check(req, res, rawPath, write) {
+      if (!write && isPublicPath(rawPath, publicPaths)) {
         if (!options.identifyOnPublicPaths || req.headers.authorization === undefined) return null
         const outcome = await authenticate(req)
         return outcome.ok ? outcome.principal : null

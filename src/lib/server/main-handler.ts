@@ -11,7 +11,8 @@ import type {RegistryPolicy} from '../registry-authz/registry-policy.ts'
 import type {AuthGate} from './auth-gate.ts'
 import type {Auditor} from '../audit/auditor.ts'
 import {hasDotSegment} from './dot-segments.ts'
-import {matchWritePath, type WriteRoute} from '../registry-publish/paths.ts'
+import {hextets} from '../http/ip-ranges.ts'
+import {matchWritePath, methodOf, type WriteRoute} from '../registry-publish/paths.ts'
 import type {Publisher, WriteFacts} from '../registry-publish/publisher.ts'
 import {answerWrite} from './write-handler.ts'
 import type {RateLimiter} from './rate-limit.ts'
@@ -61,7 +62,10 @@ interface Who {
 function callerKey(caller: Principal | undefined, req: IncomingMessage): string {
   if (caller) return `p\0${caller.provider}\0${caller.subject}`
   const address = req.socket.remoteAddress ?? ''
-  return `a\0${address.startsWith('::ffff:') ? address.slice(7) : address}`
+  if (address.startsWith('::ffff:')) return `a\0${address.slice(7)}`
+  // One IPv6 host holds a /64 (2^64 addresses): its bucket is the /64's, or it has no limit.
+  if (address.includes(':')) return `a\0${hextets(address).slice(0, 4).join(':')}::/64`
+  return `a\0${address}`
 }
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
@@ -143,23 +147,33 @@ export function createMainHandler(opts: MainHandlerOptions): RequestHandler {
       else sendText(res, 200, prmBody)
       return isPrm ? 'protected_resource_metadata' : 'well_known'
     }
+    // Writes are matched before the gate: they never run as the anonymous caller of a public path.
+    let write: WriteRoute | undefined
+    let badWrite: unknown
+    try {
+      write = matchWritePath(path)
+    } catch (err) {
+      badWrite = err // answered after the gate: the unauthenticated learn nothing of paths
+    }
     let caller: Principal | undefined
     if (gate) {
-      const checked = await gate.check(req, res, url)
+      const checked = await gate.check(req, res, url, write !== undefined || badWrite !== undefined)
       if (checked === false) return 'unauthorized'
       caller = checked ?? undefined
       who.caller = caller
     }
 
-    let write: WriteRoute | undefined
-    try {
-      write = matchWritePath(path)
-    } catch (err) {
-      fail(res, err, req)
+    if (badWrite !== undefined) {
+      fail(res, badWrite, req)
       return 'registry_bad_path'
     }
     if (write) {
       who.write = {action: write.kind}
+      const method = methodOf(write)
+      if (req.method !== method) {
+        sendErrorBody(res, 405, 'method not allowed', {allow: method})
+        return write.kind
+      }
       if (limited(opts.limits?.publish, 'publish', req, res, caller)) return 'rate_limited'
       if (!opts.publisher) sendErrorBody(res, 404, 'not found')
       else {

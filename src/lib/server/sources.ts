@@ -33,12 +33,19 @@ export function createSourceRuntime(
   return {
     start: () => syncer.start(),
     syncNow: async (source) => {
+      const before = syncer.stats().find((s) => s.name === source)
       const stats = await syncer.syncNow(source)
       // A failed sync keeps the last good data and records why; the caller must not say "done".
-      if (stats.lastError !== undefined)
+      if (stats.lastError !== undefined && stats.failures !== before?.failures)
         throw new ToolgateError(
           'ERR_STORAGE',
           `source "${source}" did not sync: ${stats.lastError}`,
+        )
+      // No sync happened at all (the claim failed, or another replica held the source too long).
+      if (stats.syncs === before?.syncs)
+        throw new ToolgateError(
+          'ERR_STORAGE_UNAVAILABLE',
+          `source "${source}" could not be synced now; the change is stored and will be served after the next sync`,
         )
     },
     isReady: () => syncer.isReady(),

@@ -1,9 +1,9 @@
 import type {IncomingMessage, ServerResponse} from 'node:http'
 import type {Principal} from '../auth/types.ts'
 import {PublishRefused, type Publisher, type WriteFacts} from '../registry-publish/publisher.ts'
-import {methodOf, type WriteRoute} from '../registry-publish/paths.ts'
+import type {WriteRoute} from '../registry-publish/paths.ts'
 import {readJsonBody} from '../registry-publish/request-json.ts'
-import {sendErrorBody, sendText} from './respond.ts'
+import {sendText} from './respond.ts'
 
 /**
  * Answers a write route (publish, status) with the entry as the registry now serves it. A
@@ -18,11 +18,8 @@ export async function answerWrite(
   publisher: Publisher,
   facts: WriteFacts,
 ): Promise<void> {
-  const method = methodOf(route)
-  if (req.method !== method) {
-    sendErrorBody(res, 405, 'method not allowed', {allow: method})
-    return
-  }
+  // Which registry and where its writes go, before the body is read (docs: 404, 403 first).
+  publisher.sourceFor(route.registry)
   const body = await readJsonBody(req)
   try {
     const entry =

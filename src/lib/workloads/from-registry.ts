@@ -1,4 +1,5 @@
 import {ToolgateError} from '../errors.ts'
+import {isLoopbackHost} from '../http/loopback.ts'
 import {isRecord} from '../mcp/json-rpc.ts'
 
 /**
@@ -59,6 +60,11 @@ export async function fetchServerEntry(
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw new ToolgateError('ERR_USAGE', '--from-registry: the registry URL must be http(s)')
+  if (token && url.protocol === 'http:' && !isLoopbackHost(url.hostname))
+    throw new ToolgateError(
+      'ERR_USAGE',
+      '--from-registry-token-file: a token goes over https only (plain http is readable on the way); loopback excepted',
+    )
   const path = `${url.pathname.replace(/\/+$/, '')}/v0.1/servers/${encodeURIComponent(ref.name)}/versions/${encodeURIComponent(ref.version)}`
   // The operator typed this URL: it may be on a private network (a registry next to them).
   // Loaded here: the background process of a workload imports this module without resolving

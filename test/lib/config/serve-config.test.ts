@@ -173,6 +173,26 @@ const BAD: [string, unknown, RegExp][] = [
     /^sources\[0\]\.managed\.path: unknown key/,
   ],
   [
+    'managed source in two registries',
+    {
+      sources: [{name: 'team', managed: {}}],
+      registries: [
+        {name: 'sandbox', sources: ['team']},
+        {name: 'prod', sources: ['team']},
+      ],
+      auth: {mode: 'anonymous'},
+    },
+    /^registries: managed source "team" is in registries "sandbox" and "prod": a managed source belongs to one registry/,
+  ],
+  [
+    'managed source with a filter',
+    {
+      sources: [{name: 'team', managed: {}, filter: {names: {include: ['io.x/*']}}}],
+      auth: {mode: 'anonymous'},
+    },
+    /^sources\[0\]\.filter: does not apply to a managed source/,
+  ],
+  [
     'managed source that is also a file source',
     {sources: [{name: 'a', managed: {}, file: {path: '/x'}}], auth: {mode: 'anonymous'}},
     /^sources\[0\]: needs exactly one of "file", "api", "managed" or "git"/,

@@ -23,6 +23,9 @@ export async function claimOrWait(
   const managed = config.kind === 'managed'
   const force = managed || (initial && config.syncIntervalMs === undefined)
   const wait = initial || managed
+  // A publish waits for another replica's sync of the source, not for ever: its answer has a
+  // caller. (At start the wait is for the lease to expire, as before.)
+  const deadline = managed && !initial ? Date.now() + MANAGED_WAIT_MS : Infinity
   for (;;) {
     let claim: SyncClaim
     try {
@@ -32,11 +35,13 @@ export async function claimOrWait(
       if (!initial || signal.aborted || !isToolgateError(err, 'ERR_STORAGE_UNAVAILABLE')) throw err
       claim = {kind: 'busy', holder: ''}
     }
-    if (claim.kind !== 'busy' || !wait || signal.aborted) return claim
+    if (claim.kind !== 'busy' || !wait || signal.aborted || Date.now() > deadline) return claim
     // A publish waits on another replica's short sync of the same managed source: poll finely.
     await sleep(managed ? 100 : Math.min(1000, coordinator.leaseMs / 3), signal)
   }
 }
+
+const MANAGED_WAIT_MS = 15_000
 
 /** Renews `lease` every third of its duration until the returned timer is cleared. */
 export function keepLease(
