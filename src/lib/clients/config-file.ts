@@ -7,7 +7,6 @@ import {
   readFile,
   readlink,
   realpath,
-  rename,
   stat,
   unlink,
 } from 'node:fs/promises'
@@ -111,16 +110,7 @@ export async function withFileLock<T>(file: string, work: () => Promise<T>): Pro
       }
       if (code !== 'EEXIST') throw err
       if (await staleLock(lock)) {
-        // Claimed by a rename, which only one waiter can win; the winner then removes it. (Two
-        // waiters that both unlinked could each delete the other's fresh lock.)
-        const claimed = `${lock}.stale-${randomBytes(6).toString('hex')}`
-        if (
-          await rename(lock, claimed).then(
-            () => true,
-            () => false,
-          )
-        )
-          await unlink(claimed).catch(() => undefined)
+        await breakStaleLock(lock)
         continue
       }
       if (Date.now() > deadline)
@@ -136,6 +126,38 @@ export async function withFileLock<T>(file: string, work: () => Promise<T>): Pro
   } finally {
     if ((await readFile(lock, 'utf8').catch(() => '')) === token)
       await unlink(lock).catch(() => undefined)
+  }
+}
+
+/**
+ * Removes a stale lock, one waiter at a time. Judging a lock stale and removing it are two steps:
+ * waiters that each judged and then removed (or renamed) `lock` could take away a fresh lock
+ * another waiter created in between, and two of them would then write at once. So removal
+ * happens only under a second exclusive file, the breaker, after judging again: under it nobody
+ * else removes a lock, and no fresh lock can appear while the stale one is still there.
+ */
+async function breakStaleLock(lock: string): Promise<void> {
+  const breaker = `${lock}.break`
+  let handle
+  try {
+    handle = await open(breaker, 'wx', 0o600)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    // Another waiter is breaking it. A breaker left by a crash is cleared once it is old.
+    const age = await stat(breaker).then(
+      (st) => Date.now() - st.mtimeMs,
+      () => 0,
+    )
+    if (age > STALE_MS) await unlink(breaker).catch(() => undefined)
+    await new Promise((r) => setTimeout(r, 10))
+    return
+  }
+  try {
+    await handle.writeFile(String(process.pid))
+    await handle.close()
+    if (await staleLock(lock)) await unlink(lock).catch(() => undefined)
+  } finally {
+    await unlink(breaker).catch(() => undefined)
   }
 }
 
