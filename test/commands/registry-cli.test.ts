@@ -368,7 +368,13 @@ describe('toolgate registry against a registry in the official format', () => {
         }
         res
           .writeHead(200, {'content-type': 'application/json'})
-          .end(JSON.stringify({servers: [evil], metadata: {count: 1, nextCursor: next}}))
+          // Elements that are not entries at all are left out, not a crash.
+          .end(
+            JSON.stringify({
+              servers: [null, 'x', {server: 5}, evil],
+              metadata: {count: 4, nextCursor: next},
+            }),
+          )
         return
       }
       if (u.pathname !== '/v0.1/servers') {

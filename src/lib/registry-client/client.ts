@@ -77,12 +77,13 @@ export class RegistryClient {
     const meta = isRecord(body.metadata) ? body.metadata : {}
     const next =
       typeof meta.nextCursor === 'string' && meta.nextCursor !== '' ? meta.nextCursor : undefined
-    return {servers: body.servers as ServerEntry[], ...(next ? {nextCursor: next} : {})}
+    return {servers: body.servers.filter(isEntry), ...(next ? {nextCursor: next} : {})}
   }
 
   /**
    * Entries in registry order until `max` (undefined: all of them), fetching 100 a page. A cursor
-   * that comes back unchanged would loop for ever: it ends the walk with an error instead.
+   * the registry already gave (A, B, A…), or more than MAX_PAGES pages, would walk for ever: the
+   * walk ends with an error instead.
    */
   async *entries(filters: ListFilters, max?: number): AsyncGenerator<ServerEntry, {more: boolean}> {
     let cursor: string | undefined
@@ -121,7 +122,7 @@ export class RegistryClient {
     const body = await this.#call('GET', `servers/${encodeURIComponent(name)}/versions`)
     if (!isRecord(body) || !Array.isArray(body.servers))
       throw this.#odd('versions without "servers"')
-    return body.servers as ServerEntry[]
+    return body.servers.filter(isEntry)
   }
 
   async publish(serverJsonText: string): Promise<ServerEntry> {
@@ -154,6 +155,16 @@ export class RegistryClient {
       `the registry at ${describe(this.base)} answered ${what}`,
     )
   }
+}
+
+/** An element a table can show: anything else a registry sends in a list is left out. */
+function isEntry(value: unknown): value is ServerEntry {
+  return (
+    isRecord(value) &&
+    isRecord(value.server) &&
+    typeof value.server.name === 'string' &&
+    typeof value.server.version === 'string'
+  )
 }
 
 /** The registry's own words, with the code its status stands for (docs/exit-codes.md). */
