@@ -28,6 +28,8 @@ import {
   type ServeProcess,
 } from '../helpers/serve-process.ts'
 import {startSshd, sshdMissing} from '../helpers/sshd.ts'
+import {forwardProxyMissing, startForwardProxy} from '../helpers/forward-proxy.ts'
+import {needs} from '../helpers/component.ts'
 
 const registryFile = (names: string[], version = '1.0.0') =>
   JSON.stringify({
@@ -301,3 +303,52 @@ auth: {mode: anonymous}
     }
   })
 })
+
+describe(
+  'serve: a git source behind the corporate forward proxy',
+  {
+    skip: needs('tinyproxy and unshare (the corporate forward proxy)', forwardProxyMissing()),
+  },
+  () => {
+    test('git goes through network.proxy like every other request serve makes', async () => {
+      const repo = createRepo()
+      repo.commit({'registry.json': registryFile(['io.corp/tool'])})
+      const http = await startGitHttp(repo.root, '', '')
+      const proxy = await startForwardProxy({hosts: ['git.corp.test']})
+      const dir = tempDir()
+      try {
+        const port = new URL(http.url).port
+        // Only the proxy can resolve git.corp.test: a fetch that bypassed it could not even start.
+        const config = writeConfig(
+          dir,
+          'serve.yaml',
+          `sources:
+  - name: corp
+    git: {url: "http://git.corp.test:${port}/registry.git", path: registry.json}
+    syncPolicy: {interval: 1h}
+network: {proxy: "${proxy.url}"}
+auth: {mode: anonymous}
+`,
+        )
+        const s = await startServe(['--config', config], {
+          dir,
+          env: {XDG_DATA_HOME: join(dir, 'data')},
+        })
+        try {
+          assert.deepEqual(await names(s), ['io.corp/tool'])
+          assert.ok(
+            proxy.requests().some((r) => r.includes(`git.corp.test:${port}`)),
+            proxy.requests().join('\n'),
+          )
+        } finally {
+          await s.stop()
+        }
+      } finally {
+        await proxy.close()
+        await http.close()
+        repo.destroy()
+        rmSync(dir, {recursive: true, force: true})
+      }
+    })
+  },
+)

@@ -130,13 +130,15 @@ export interface GitHttp {
   close(): Promise<void>
 }
 
-/** `git http-backend` over CGI, behind HTTP Basic `user`/`password`. */
+/** `git http-backend` over CGI, behind HTTP Basic `user`/`password` (none when user is ''). */
 export async function startGitHttp(root: string, user: string, password: string): Promise<GitHttp> {
-  const expected = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+  const expected = user
+    ? `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+    : undefined
   const authorizations: string[] = []
   const server: Server = createServer((req, res) => {
     authorizations.push(req.headers.authorization ?? '')
-    if (req.headers.authorization !== expected) {
+    if (expected !== undefined && req.headers.authorization !== expected) {
       res.writeHead(401, {'www-authenticate': 'Basic realm="git"'}).end('unauthorized')
       return
     }

@@ -1,10 +1,11 @@
 import {execFile} from 'node:child_process'
 import {createHash} from 'node:crypto'
-import {existsSync, mkdirSync} from 'node:fs'
+import {existsSync, mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {xdgDirs} from '../../config/xdg.ts'
 import {ToolgateError} from '../../errors.ts'
 import {readSecretFile} from '../../fs/secret-file.ts'
+import {currentNetwork, proxyFor} from '../../network/settings.ts'
 import type {GitSourceConfig} from '../types.ts'
 import {streamRegistryDocument} from './document.ts'
 import {MAX_DOCUMENT_BYTES} from './file-source.ts'
@@ -107,7 +108,7 @@ export class GitLoader implements SourceLoader {
       GIT_CONFIG_NOSYSTEM: '1',
       GIT_CONFIG_GLOBAL: '/dev/null',
     }
-    if (remote) Object.assign(env, this.#credentials())
+    if (remote) Object.assign(env, this.#credentials(this.#network()))
     return new Promise((resolve, reject) => {
       execFile(
         'git',
@@ -144,11 +145,30 @@ export class GitLoader implements SourceLoader {
       : 'the repository needs credentials: set tokenFile (https) or use an ssh URL with sshKeyFile'
   }
 
-  #credentials(): NodeJS.ProcessEnv {
+  /**
+   * The outbound proxy and trust of every other request toolgate makes (docs/network.md), as git
+   * configuration: git is given none of the environment's proxy variables itself.
+   */
+  #network(): [string, string][] {
+    if (!/^https?:\/\//i.test(this.#config.url)) return []
+    const settings = currentNetwork()
+    const out: [string, string][] = []
+    const proxy = proxyFor(settings, new URL(this.#config.url))
+    if (proxy) out.push(['http.proxy', proxy.href])
+    if (settings.ca) {
+      // The whole bundle (defaults and additions), as Node trusts it.
+      const bundle = join(this.#dir, 'toolgate-ca.pem')
+      writeFileSync(bundle, settings.ca.join('\n'), {mode: 0o600})
+      out.push(['http.sslCAInfo', bundle])
+    }
+    return out
+  }
+
+  #credentials(network: [string, string][]): NodeJS.ProcessEnv {
     const c = this.#config
     const out: NodeJS.ProcessEnv = {}
     // Never follow a redirect: git would re-send the credentials to wherever it points.
-    const config: [string, string][] = [['http.followRedirects', 'false']]
+    const config: [string, string][] = [['http.followRedirects', 'false'], ...network]
     if (c.tokenFile) {
       const token = readSecretFile(c.tokenFile, {what: `sources (${c.name}).git.tokenFile`})
       const basic = Buffer.from(`${c.username ?? 'x-access-token'}:${token}`).toString('base64')
@@ -187,11 +207,13 @@ function reasonOf(text: string): string {
   const line =
     lines.find((l) => TELLING.test(l)) ?? lines.find((l) => l.startsWith('fatal:')) ?? lines.at(-1)
   // The remote's own words may hold anything: no control characters reach a log or a terminal.
-  return (line ?? 'git failed')
-    .replace(/^(fatal|error): /, '')
-    // eslint-disable-next-line no-control-regex -- control characters are what we replace
-    .replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ')
-    .slice(0, 300)
+  return (
+    (line ?? 'git failed')
+      .replace(/^(fatal|error): /, '')
+      // eslint-disable-next-line no-control-regex -- control characters are what we replace
+      .replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ')
+      .slice(0, 300)
+  )
 }
 
 function redact(text: string, url: string): string {
