@@ -157,3 +157,53 @@ test('a managed source marks one latest per name, passing over deleted versions'
   ])
   await store.close()
 })
+
+test('a status change on a version the caller cannot see is "not found", on one it can see "forbidden"', async () => {
+  const {SourceSyncer} = await import('../../../src/lib/registry/sources/syncer.ts')
+  const {Publisher} = await import('../../../src/lib/registry-publish/publisher.ts')
+  const {RegistryPolicy} = await import('../../../src/lib/registry-authz/registry-policy.ts')
+  const {parseAuthzConfigText} = await import('../../../src/lib/authz/policy-file.ts')
+  const store = new SqliteRegistryStore({path: ':memory:'})
+  await store.init()
+  await store.setRegistries([{name: 'default', sources: ['team']}])
+  const syncer = new SourceSyncer({store, sources: [{kind: 'managed', name: 'team'}], watch: false})
+  await syncer.start()
+  const policy = new RegistryPolicy(
+    parseAuthzConfigText(
+      JSON.stringify({
+        version: '1.0',
+        type: 'cedarv1',
+        cedar: {
+          policies: [
+            'permit(principal in ToolgateGroup::"admin", action in [Action::"list_servers", Action::"get_server", Action::"publish", Action::"set_status"], resource);',
+            'permit(principal, action in [Action::"list_servers", Action::"get_server"], resource) when { resource.namespace == "io.open" };',
+          ],
+        },
+      }),
+    ),
+  )
+  const publisher = new Publisher({
+    store,
+    managedSourceOf: () => 'team',
+    sync: async (s) => void (await syncer.syncNow(s)),
+    policy: () => policy,
+  })
+  const admin = {provider: 'op', subject: 'root', claims: {groups: ['admin']}}
+  const eve = {provider: 'op', subject: 'eve', claims: {groups: []}}
+  for (const name of ['io.secret/x', 'io.open/y'])
+    await publisher.publish('default', {name, description: 'd', version: '1.0.0'}, admin, {
+      action: 'publish',
+    })
+  const attempt = (name: string) =>
+    publisher.setStatus('default', name, '1.0.0', {status: 'deleted'}, eve, {action: 'set_status'})
+  await assert.rejects(
+    attempt('io.secret/x'),
+    (err: Error & {code?: string}) => err.code === 'ERR_NOT_FOUND',
+  )
+  await assert.rejects(
+    attempt('io.open/y'),
+    (err: Error & {code?: string}) => err.code === 'ERR_FORBIDDEN',
+  )
+  await syncer.stop()
+  await store.close()
+})

@@ -34,6 +34,7 @@ export class GitLoader implements SourceLoader {
   readonly location: string
   readonly #config: GitSourceConfig
   readonly #dir: string
+  #caWritten: string | undefined
 
   constructor(config: GitSourceConfig, gitRoot: string) {
     this.#config = config
@@ -158,7 +159,12 @@ export class GitLoader implements SourceLoader {
     if (settings.ca) {
       // The whole bundle (defaults and additions), as Node trusts it.
       const bundle = join(this.#dir, 'toolgate-ca.pem')
-      writeFileSync(bundle, settings.ca.join('\n'), {mode: 0o600})
+      const text = settings.ca.join('\n')
+      // Written when it changes, not on every sync of the interval.
+      if (text !== this.#caWritten) {
+        writeFileSync(bundle, text, {mode: 0o600})
+        this.#caWritten = text
+      }
       out.push(['http.sslCAInfo', bundle])
     }
     return out
