@@ -18,6 +18,7 @@ import RegistrySearch from './commands/registry/search.ts'
 import RegistryShow from './commands/registry/show.ts'
 import RegistryStatus from './commands/registry/status.ts'
 import Logs from './commands/logs.ts'
+import Gateway from './commands/gateway.ts'
 import Proxy from './commands/proxy.ts'
 import ProxyStdio from './commands/proxy/stdio.ts'
 import ProxyTunnel from './commands/proxy/tunnel.ts'
@@ -43,6 +44,7 @@ export const COMMANDS = {
   'client:remove': ClientRemove,
   'client:setup': ClientSetup,
   'doctor:network': DoctorNetwork,
+  gateway: Gateway,
   list: List,
   logs: Logs,
   proxy: Proxy,

@@ -22,6 +22,7 @@ import {
   EntityModel,
   type BuiltRequest,
   type PrincipalPart,
+  type ResourceAttributes,
   type ResourceSpec,
 } from './entity-model.ts'
 import type {AuthzConfig} from './policy-file.ts'
@@ -63,6 +64,8 @@ export interface AuthorizerOptions {
   cacheSize?: number
   /** Skip the static "no permit can apply" shortcut (benchmarks measure the engine with it off). */
   prefilter?: boolean
+  /** Attributes added to resources by id (a gateway's `backend`). */
+  resourceAttributes?: ResourceAttributes | undefined
 }
 
 let setCounter = 0
@@ -119,6 +122,7 @@ export class Authorizer {
       roleClaimName: config.roleClaimName,
       entities: config.entities,
       referenced: referencedAttributes(asts),
+      resourceAttributes: options.resourceAttributes,
     })
     const actionHierarchy = config.entities.some(
       (e) => (e.uid as {type?: string}).type === 'Action',

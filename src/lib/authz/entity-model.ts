@@ -59,7 +59,14 @@ export interface EntityModelOptions {
   entities: CedarEntity[]
   /** Attribute names policies read; undefined keeps every attribute. */
   referenced?: Set<string> | undefined
+  /** Attributes the front adds to a resource by its id (a gateway's `backend`, issue 37). */
+  resourceAttributes?: ResourceAttributes | undefined
 }
+
+export type ResourceAttributes = (
+  type: ResourceType,
+  id: string,
+) => Record<string, CedarValue> | undefined
 
 export class EntityModel {
   readonly #groupClaim: string
@@ -67,8 +74,10 @@ export class EntityModel {
   readonly #base: CedarEntity[]
   readonly #baseByUid: Map<string, CedarEntity>
   readonly #keep: ((name: string) => boolean) | undefined
+  readonly #resourceAttributes: ResourceAttributes | undefined
 
   constructor(options: EntityModelOptions) {
+    this.#resourceAttributes = options.resourceAttributes
     this.#groupClaim = options.groupClaimName
     this.#roleClaim = options.roleClaimName
     this.#base = options.entities
@@ -107,6 +116,8 @@ export class EntityModel {
     const argAttrs = argumentAttributes(spec.args, keep)
     const attrs: Record<string, CedarValue> = {...argAttrs}
     if (!keep || keep('name')) attrs.name = spec.id
+    const added = this.#resourceAttributes?.(uid.type as ResourceType, spec.id)
+    for (const [k, v] of Object.entries(added ?? {})) if (!keep || keep(k)) attrs[k] = v
     if (spec.action === 'call_tool' && spec.annotations) {
       for (const n of ANNOTATION_NAMES) {
         const v = spec.annotations[n]

@@ -9,7 +9,7 @@ import {
 import {sessionTag, type SessionTable} from '../sessions/session-table.ts'
 import type {BufferBudget} from './buffer-budget.ts'
 import {answerJson} from './http-common.ts'
-import {LaneRefused, type Lane, type LaneSource} from './lane.ts'
+import {LaneRefused, type BridgeLane, type LaneSource} from './lane.ts'
 import {errorMessage, type ClientSink} from './multiplexer.ts'
 
 /**
@@ -21,7 +21,7 @@ import {errorMessage, type ClientSink} from './multiplexer.ts'
 
 export interface BridgeSession extends ClientSink {
   readonly id: string
-  lane: Lane | undefined
+  lane: BridgeLane | undefined
   /** Something of the session is open or in flight, so it is not idle. */
   busy(): boolean
 }

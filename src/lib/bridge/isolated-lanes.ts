@@ -2,7 +2,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import type {Logger} from '../log/logger.ts'
 import {principalLabel, type PrincipalKey} from '../sessions/principal-key.ts'
 import type {ExitInfo, ServerProcess} from '../supervisor/server-process.ts'
-import {Lane, LaneRefused, type LaneOptions, type LaneSource} from './lane.ts'
+import {Lane, LaneRefused, type BridgeLane, type LaneOptions, type LaneSource} from './lane.ts'
 
 /**
  * `run --isolation principal|session` (issue 30): one stdio server process per authenticated
@@ -119,7 +119,7 @@ export class IsolatedLanes implements LaneSource {
     return member.lane
   }
 
-  release(lane: Lane, sessionId: string): void {
+  release(lane: BridgeLane, sessionId: string): void {
     for (const member of this.#members) {
       if (member.lane !== lane || !member.sessions.delete(sessionId)) continue
       this.#changed()

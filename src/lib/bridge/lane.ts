@@ -2,7 +2,9 @@ import type {Readable, Writable} from 'node:stream'
 import type {Logger} from '../log/logger.ts'
 import {isRecord} from '../mcp/json-rpc.ts'
 import {readLines} from './line-reader.ts'
-import {Multiplexer, type Message} from './multiplexer.ts'
+import {Multiplexer, type ClientSink, type Message} from './multiplexer.ts'
+import type {JsonRpcId} from '../mcp/json-rpc.ts'
+import type {PrincipalKey} from '../sessions/principal-key.ts'
 import {LATEST_PROTOCOL_VERSION} from '../mcp/protocol-versions.ts'
 
 /**
@@ -142,14 +144,30 @@ export class LaneRefused extends Error {
   }
 }
 
+/**
+ * What a bridge session talks to: a stdio server's multiplexer, or a gateway's router (issue 37).
+ * The bridge's HTTP transports, sessions and quotas are the same for both.
+ */
+export interface SessionMux {
+  open(id: string, sink: ClientSink, owner: PrincipalKey): void
+  close(id: string, reason?: string): void
+  /** The client stopped waiting for one of its requests (its answer stream closed). */
+  abandon(id: string, clientId: JsonRpcId, reason?: string): void
+  fromClient(sessionId: string, message: Message): void
+}
+
+export interface BridgeLane {
+  readonly mux: SessionMux
+}
+
 /** Where the bridge's sessions get their lane. */
 export interface LaneSource {
   /** Why no new request can be served now (the shared server is not running), else undefined. */
   unavailable(): string | undefined
   /** The lane for a new session of `owner`; may start a process. Throws LaneRefused. */
-  acquire(owner: string, sessionId: string): Promise<Lane>
+  acquire(owner: string, sessionId: string): Promise<BridgeLane>
   /** A session given by acquire() ended. */
-  release(lane: Lane, sessionId: string): void
+  release(lane: BridgeLane, sessionId: string): void
   close(): Promise<void>
 }
 

@@ -1,7 +1,7 @@
 import type {IncomingMessage, ServerResponse} from 'node:http'
 import {toJsonRpcMessage} from '../mcp/json-rpc.ts'
 import {answerJson, parseMessages} from './http-common.ts'
-import type {Lane} from './lane.ts'
+import type {BridgeLane} from './lane.ts'
 import {errorMessage, type Message} from './multiplexer.ts'
 import {SseWriter} from './sse-writer.ts'
 import {
@@ -21,7 +21,7 @@ import {
  */
 class SseSession implements BridgeSession {
   writer: SseWriter | undefined
-  lane: Lane | undefined = undefined
+  lane: BridgeLane | undefined = undefined
   readonly id: string
   private readonly onEnd: (session: SseSession) => void
 

@@ -3,7 +3,7 @@ import {toJsonRpcMessage, type JsonRpcId} from '../mcp/json-rpc.ts'
 import {errorMessage, type Message} from './multiplexer.ts'
 import {SseWriter} from './sse-writer.ts'
 import {answerJson, parseMessages} from './http-common.ts'
-import type {Lane} from './lane.ts'
+import type {BridgeLane} from './lane.ts'
 import {
   closeSession,
   findSession,
@@ -73,7 +73,7 @@ class PostAnswer {
 class HttpSession implements BridgeSession {
   readonly streams = new Map<JsonRpcId, PostAnswer>()
   standalone: SseWriter | undefined
-  lane: Lane | undefined = undefined
+  lane: BridgeLane | undefined = undefined
 
   readonly id: string
   private readonly onEnd: (session: HttpSession) => void

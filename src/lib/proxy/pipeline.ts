@@ -1,4 +1,5 @@
 import type {BearerAuthenticator} from '../auth/types.ts'
+import type {ResourceAttributes} from '../authz/entity-model.ts'
 import {ToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
 import type {RemoteAuth, RemoteAuthFlags} from '../oauth/index.ts'
@@ -34,6 +35,8 @@ export interface PipelineDeps {
   env?: NodeJS.ProcessEnv
   /** Injected validator (tests); default: the shared one built from the `--oidc-*` flags. */
   authenticator?: BearerAuthenticator
+  /** Attributes Cedar sees on resources beyond the request's own (a gateway's `backend`). */
+  authzResourceAttributes?: ResourceAttributes
 }
 
 export interface PreparedPipeline {
@@ -81,7 +84,10 @@ export async function preparePipeline(
       )
     }
     const {loadAuthzInterceptor} = await import('../authz/index.ts')
-    config.interceptor = await loadAuthzInterceptor(flags['authz-config'], {logger})
+    config.interceptor = await loadAuthzInterceptor(flags['authz-config'], {
+      logger,
+      ...(deps.authzResourceAttributes ? {resourceAttributes: deps.authzResourceAttributes} : {}),
+    })
   }
   // The audit file is opened now: a file another process writes, or a damaged chain, is found
   // before anything listens.

@@ -1,18 +1,10 @@
 import type {Readable} from 'node:stream'
 import type {FetchLike} from '@modelcontextprotocol/sdk/shared/transport.js'
-import {Agent, fetch as undiciFetch, type Dispatcher} from 'undici'
-import {routedDispatcher} from '../network/dispatcher.ts'
-import {currentNetwork} from '../network/settings.ts'
+import {fetch as undiciFetch} from 'undici'
 import {ToolgateError} from '../errors.ts'
-import {privateSocket} from '../http/private-socket.ts'
+import {directAgent, privateHop} from '../proxy/outbound-hop.ts'
 import type {Logger} from '../log/logger.ts'
-import {
-  addsCredentials,
-  preparePipeline,
-  startPrepared,
-  type PipelineFlags,
-  type PreparedPipeline,
-} from '../proxy/pipeline.ts'
+import {addsCredentials, preparePipeline, type PipelineFlags} from '../proxy/pipeline.ts'
 import {findRunningWorkload, validateWorkloadName} from '../workloads/state.ts'
 import {StdioRelay} from './relay.ts'
 import {UpstreamSession, type TransportKind} from './upstream-session.ts'
@@ -23,10 +15,6 @@ import {UpstreamSession, type TransportKind} from './upstream-session.ts'
  * injection, one 401 retry with a refreshed token) listening on a private unix socket that only
  * this process uses, so the user's credentials are never offered on a port other local users reach.
  */
-
-// A head within 5 minutes (a JSON answer comes only when the tool is done); an SSE body may idle
-// as long as the server keeps the session (it sends keep-alives, the SDK reconnects otherwise).
-const AGENT_LIMITS = {headersTimeout: 300_000, bodyTimeout: 0}
 
 export interface StdioRelayInput {
   target: string
@@ -72,7 +60,10 @@ export async function runStdioRelay(input: StdioRelayInput): Promise<void> {
   )
   // Nothing to add on the way out (no token, no header): talk to the server directly, one HTTP hop
   // less. Otherwise through the pipeline, on a socket only this process reaches.
-  const hop = addsCredentials(prepared) ? await privateHop(prepared, input, remote) : undefined
+  const deps = {logger, json: input.json, isTTY: input.isTTY, write: input.writeErr}
+  const hop = addsCredentials(prepared)
+    ? await privateHop(prepared, deps, remote, 'stdio')
+    : undefined
   const agent = hop?.agent ?? directAgent()
   const fetch = ((url: string | URL, init?: RequestInit) =>
     undiciFetch(url, {...(init as object), dispatcher: agent})) as unknown as FetchLike
@@ -125,28 +116,4 @@ export async function runStdioRelay(input: StdioRelayInput): Promise<void> {
     await agent.close().catch(() => undefined)
     await hop?.socket.remove()
   }
-}
-
-/** Straight to the server: through the outbound proxy when the network settings say so (issue 34). */
-function directAgent(): Dispatcher {
-  const network = currentNetwork()
-  const agent = new Agent({
-    ...AGENT_LIMITS,
-    connect: {timeout: 10_000, ...(network.ca ? {ca: network.ca} : {})},
-  })
-  return routedDispatcher(agent, network, {ca: network.ca, connectTimeout: 10_000, ...AGENT_LIMITS})
-}
-
-/** The pipeline on a private unix socket, and an HTTP agent that reaches it. */
-async function privateHop(prepared: PreparedPipeline, input: StdioRelayInput, remote: URL) {
-  const socket = await privateSocket('stdio')
-  const pipeline = await startPrepared(
-    prepared,
-    {logger: input.logger, json: input.json, isTTY: input.isTTY, write: input.writeErr},
-    {listenSocketPath: socket.path, targetUri: new URL(remote.origin), drainMs: 1_000},
-  ).catch(async (err: unknown) => {
-    await socket.remove()
-    throw err
-  })
-  return {socket, pipeline, agent: new Agent({...AGENT_LIMITS, connect: {socketPath: socket.path}})}
 }

@@ -45,6 +45,9 @@ export type RunFlags = Omit<PipelineFlags, 'target-uri'> & {
   'permission-profile'?: string | undefined
   'idle-timeout': string
   'max-processes': number
+  /** `toolgate gateway` (issue 37). */
+  backend?: string[] | undefined
+  config?: string | undefined
 } & NetworkFlagValues
 
 export function runInput(name: string, rest: string[], flags: RunFlags): RunInput {
@@ -87,6 +90,9 @@ export function runInput(name: string, rest: string[], flags: RunFlags): RunInpu
     permissionProfile: flags['permission-profile'],
     idleTimeout: flags['idle-timeout'],
     maxProcesses: flags['max-processes'],
+    ...(flags.backend !== undefined || flags.config !== undefined
+      ? {gateway: {backends: flags.backend ?? [], config: flags.config}}
+      : {}),
     flags,
   }
 }

@@ -14,6 +14,8 @@ import type {IsolationMode} from '../bridge/isolated-lanes.ts'
 import type {PermissionProfile} from '../sandbox/profile.ts'
 import type {PreparedSandbox} from '../sandbox/sandbox.ts'
 import {startLocalServer, type LocalServer} from './local-server.ts'
+import type {GatewayConfig} from '../gateway/config.ts'
+import {backendAttribute} from '../gateway/names.ts'
 import {assertCommandExists} from './find-command.ts'
 import {assertCanListen} from '../http/listen.ts'
 import {
@@ -52,6 +54,8 @@ export interface WorkloadSpec {
   maxProcesses: number
   /** Run the server confined (issue 32). */
   sandbox?: {profile: PermissionProfile; npmRegistry?: string | undefined} | undefined
+  /** `toolgate gateway`: the backends behind one endpoint (issue 37). */
+  gateway?: GatewayConfig
   /** The pipeline flags (incoming auth, authz, outgoing auth, limits); target and port are set here. */
   flags: PipelineFlags
   proxyPort?: number
@@ -123,6 +127,7 @@ export async function startWorkload(
     ...(spec.transport === 'stdio' ? {isolation: spec.isolation} : {}),
     ...(spec.sandbox ? {sandbox: spec.sandbox.profile.name} : {}),
     ...(spec.url ? {remoteUrl: spec.url} : {}),
+    ...(spec.gateway ? {backends: spec.gateway.backends.map((b) => b.name)} : {}),
     ...(spec.secretNames.length ? {secrets: spec.secretNames} : {}),
     createdAt: now,
     updatedAt: now,
@@ -183,6 +188,20 @@ export async function startWorkload(
       serverEnv = sandbox.env
       logger.info('server sandboxed', {profile: sandbox.profile.name})
     }
+    if (spec.gateway) {
+      // Loaded only for a gateway (issue 11: the background process stays small).
+      const {startGateway} = await import('../gateway/gateway-server.ts')
+      local = await startGateway(
+        {
+          name: spec.name,
+          config: spec.gateway,
+          requestTimeoutMs: spec.requestTimeoutMs,
+          connectTimeoutMs: Math.min(spec.startupTimeoutMs, 10_000),
+          maxBodyBytes: spec.flags['max-request-body-size'] || 8 * 1024 * 1024,
+        },
+        {logger},
+      )
+    }
     if (command) {
       local = await startLocalServer(
         {
@@ -222,7 +241,9 @@ export async function startWorkload(
         ...(spec.proxyPort !== undefined ? {port: spec.proxyPort} : {}),
         ...(remembered.port !== undefined ? {port: remembered.port} : {}),
       },
-      deps.pipeline,
+      spec.gateway
+        ? {...deps.pipeline, authzResourceAttributes: backendAttribute(spec.gateway.backends)}
+        : deps.pipeline,
       {
         ...(local?.targetSocketPath ? {targetSocketPath: local.targetSocketPath} : {}),
         portFlag: '--proxy-port',

@@ -16,6 +16,7 @@ import {buildServerEnv, parseEnvAssignment, parseSecretMapping} from './server-e
 import {validateWorkloadName, type WorkloadTransport} from './state.ts'
 import type {IsolationMode} from '../bridge/isolated-lanes.ts'
 import {loadPermissionProfile, withHosts} from '../sandbox/profile.ts'
+import {loadGatewayConfig} from '../gateway/config.ts'
 
 /**
  * `toolgate run` flags → a WorkloadSpec, with every check that can fail done before anything
@@ -46,6 +47,8 @@ export interface RunInput {
   /** `--sandbox`/`--no-sandbox`; undefined: on for --from-registry or with a profile. */
   sandbox?: boolean | undefined
   permissionProfile?: string | undefined
+  /** `toolgate gateway`: the backends (flags) and the config file (issue 37). */
+  gateway?: {backends: string[]; config?: string | undefined} | undefined
   flags: Omit<PipelineFlags, 'target-uri'>
 }
 
@@ -104,6 +107,16 @@ function usage(message: string): ToolgateError {
 /** Checks that need no I/O; the parent of a detached run calls this before starting anything. */
 export function checkRunInput(input: RunInput): WorkloadTransport {
   validateWorkloadName(input.name)
+  if (input.gateway) {
+    loadGatewayConfig(input.gateway.backends, input.gateway.config)
+    for (const [flag, value] of [
+      ['--request-timeout', input.requestTimeout],
+      ['--stop-timeout', input.stopTimeout],
+      ['--startup-timeout', input.startupTimeout],
+    ] as const)
+      parseDuration(value, flag)
+    return 'gateway'
+  }
   if (input.registry) {
     if (input.url !== undefined) throw usage('--from-registry and --url: give one of them')
     if (input.transport !== undefined || input.targetPort !== undefined)
@@ -161,6 +174,7 @@ export async function buildWorkloadSpec(
   deps: {openStore: () => Promise<SecretStore>; env?: NodeJS.ProcessEnv},
 ): Promise<WorkloadSpec> {
   let transport = checkRunInput(input)
+  if (input.gateway) return gatewaySpec(input)
   let {url, command} = input
   let resolution: RegistryResolution | undefined
   if (input.registry) {
@@ -223,5 +237,25 @@ export async function buildWorkloadSpec(
     idleTimeoutMs: parseDuration(input.idleTimeout, '--idle-timeout'),
     maxProcesses: input.maxProcesses,
     flags: {...input.flags, 'target-uri': url ?? 'http://localhost'} as PipelineFlags,
+  }
+}
+
+function gatewaySpec(input: RunInput): WorkloadSpec {
+  const gateway = loadGatewayConfig(input.gateway!.backends, input.gateway!.config)
+  return {
+    name: input.name,
+    transport: 'gateway',
+    gateway,
+    ...(input.proxyPort !== undefined ? {proxyPort: input.proxyPort} : {}),
+    env: {},
+    secretNames: [],
+    requestTimeoutMs: parseDuration(input.requestTimeout, '--request-timeout'),
+    stopTimeoutMs: parseDuration(input.stopTimeout, '--stop-timeout'),
+    startupTimeoutMs: parseDuration(input.startupTimeout, '--startup-timeout'),
+    restart: parseRestartPolicy('no'),
+    isolation: 'shared',
+    idleTimeoutMs: 0,
+    maxProcesses: 1,
+    flags: {...input.flags, 'target-uri': 'http://localhost'} as PipelineFlags,
   }
 }

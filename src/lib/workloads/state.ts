@@ -15,7 +15,7 @@ import {ensurePrivateDir} from '../fs/private-path.ts'
 
 export type WorkloadStatus = 'starting' | 'running' | 'exited' | 'stopped'
 
-export type WorkloadTransport = 'stdio' | 'streamable-http' | 'sse' | 'remote'
+export type WorkloadTransport = 'stdio' | 'streamable-http' | 'sse' | 'remote' | 'gateway'
 
 export interface WorkloadState {
   name: string
