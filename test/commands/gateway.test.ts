@@ -1,0 +1,342 @@
+/**
+ * `toolgate gateway` (issue 37) with three real backends behind one endpoint: server-everything
+ * over stdio as a workload (`ev`), server-everything over streamable HTTP (`web`), and a remote
+ * behind `toolgate proxy` that demands a bearer token (`remote`, the token from the gateway's
+ * config). Incoming OIDC (a real oidc-provider) and one Cedar policy on the gateway; the MCP SDK
+ * client drives it.
+ */
+import assert from 'node:assert/strict'
+import {chmod, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+import {after, before, describe, it} from 'node:test'
+import type {Client} from '@modelcontextprotocol/sdk/client/index.js'
+import {
+  CreateMessageRequestSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js'
+import {freePort, startMcpUpstream, type McpUpstream} from '../helpers/mcp-upstream.ts'
+import {startOidcProvider, type OidcProviderFixture} from '../helpers/oidc-provider.ts'
+import {runCli, runProxy, stop, waitFor, type Run} from '../helpers/proxy-run.ts'
+import {EVERYTHING, mcpClient, textOf} from '../helpers/workload.ts'
+
+describe('toolgate gateway: three real backends behind one endpoint, one login, one policy', () => {
+  let home: string
+  let idp: OidcProviderFixture
+  let web: McpUpstream
+  let remoteProxy: Run
+  let gatewayUrl: string
+  const clients: Client[] = []
+
+  async function toolgate(argv: string[]): Promise<string> {
+    const run = runCli(argv, home)
+    const code = await run.exited
+    assert.equal(code, 0, `toolgate ${argv.join(' ')}: ${run.stderr()}`)
+    return run.stdout()
+  }
+  async function connect(sub: string, capabilities = {}): Promise<Client> {
+    const client = await mcpClient(gatewayUrl, {
+      token: await idp.issueAccessToken({sub}),
+      capabilities,
+    })
+    clients.push(client)
+    return client
+  }
+  const names = async (client: Client) => (await client.listTools()).tools.map((t) => t.name)
+
+  before(async () => {
+    home = await mkdtemp(join(tmpdir(), 'toolgate-gateway-'))
+    idp = await startOidcProvider()
+    web = await startMcpUpstream('streamableHttp')
+    // The remote: the same kind of server, reachable only with a token the idp issued.
+    const remotePort = await freePort()
+    remoteProxy = runProxy(
+      [
+        '--target-uri',
+        web.url,
+        '--oidc-issuer',
+        idp.issuer,
+        '--oidc-audience',
+        idp.audience,
+        '--port',
+        String(remotePort),
+        '--json',
+        'remote',
+      ],
+      home,
+    )
+    await waitFor(
+      'the remote proxy',
+      () => (remoteProxy.stdout().includes('listening') ? true : undefined),
+      remoteProxy,
+    )
+    const tokenFile = join(home, 'remote.token')
+    await writeFile(tokenFile, await idp.issueAccessToken({sub: 'gateway-service'}))
+    await chmod(tokenFile, 0o600)
+    await writeFile(
+      join(home, 'gateway.yaml'),
+      [
+        'backends:',
+        '  ev:',
+        '    tools:',
+        '      deny: ["toggle-*"]',
+        '      override:',
+        '        echo: {name: say, description: Says it back}',
+        '  remote:',
+        `    url: http://127.0.0.1:${remotePort}/mcp`,
+        '    auth:',
+        '      remote-auth-bearer-token-file: remote.token',
+        '    tools:',
+        '      allow: ["echo", "get-sum", "trigger-*"]',
+      ].join('\n'),
+    )
+    await writeFile(
+      join(home, 'policy.yaml'),
+      [
+        'version: "1.0"',
+        'type: cedarv1',
+        'cedar:',
+        '  entities_json: "[]"',
+        '  policies:',
+        `    - 'permit(principal, action, resource);'`,
+        `    - 'forbid(principal, action, resource) when { resource has backend && resource.backend == "remote" } unless { principal == Client::"admin" };'`,
+      ].join('\n'),
+    )
+    await toolgate([
+      'run',
+      'ev',
+      '-e',
+      'GATEWAY_TEST_WHO=stdio-workload',
+      '--audit-log',
+      join(home, 'ev-audit.log'),
+      '--',
+      ...EVERYTHING,
+    ])
+    const out = await toolgate([
+      'gateway',
+      'gw',
+      '--json',
+      '--backend',
+      'ev',
+      '--backend',
+      `${web.url}/mcp=web`,
+      '--config',
+      join(home, 'gateway.yaml'),
+      '--oidc-issuer',
+      idp.issuer,
+      '--oidc-audience',
+      idp.audience,
+      '--authz-config',
+      join(home, 'policy.yaml'),
+    ])
+    const started = JSON.parse(out.trim().split('\n').pop()!) as {url: string; backends: string[]}
+    assert.deepEqual(started.backends, ['ev', 'web', 'remote'])
+    gatewayUrl = started.url
+  })
+
+  after(async () => {
+    for (const c of clients) await c.close().catch(() => undefined)
+    await runCli(['stop', '--all'], home).exited
+    if (remoteProxy) await stop(remoteProxy)
+    await web?.stop()
+    await idp?.close()
+    await rm(home, {recursive: true, force: true})
+  })
+
+  it('is a managed workload: list shows it with its transport', async () => {
+    const listed = JSON.parse(await toolgate(['list', '--json'])) as {
+      workloads: Array<{name: string; transport: string; status: string}>
+    }
+    const gw = listed.workloads.find((w) => w.name === 'gw')
+    assert.equal(gw?.transport, 'gateway')
+    assert.equal(gw?.status, 'running')
+  })
+
+  it('refuses a caller without a token, as every workload front does', async () => {
+    const res = await fetch(gatewayUrl, {
+      method: 'POST',
+      headers: {'content-type': 'application/json', accept: 'application/json, text/event-stream'},
+      body: JSON.stringify({jsonrpc: '2.0', id: 1, method: 'initialize', params: {}}),
+    })
+    assert.equal(res.status, 401)
+  })
+
+  it("merges every backend's tools, prompts and resources under their prefixes, shaped and filtered by Cedar", async () => {
+    const admin = await connect('admin')
+    const tools = (await admin.listTools()).tools
+    const all = tools.map((t) => t.name)
+    assert.ok(
+      all.every((n) => /^(ev|web|remote)__/.test(n)),
+      all.join(' '),
+    )
+    // One name, three backends: three tools, none hiding another.
+    assert.ok(all.includes('web__echo') && all.includes('remote__echo') && all.includes('ev__say'))
+    assert.ok(!all.includes('ev__echo'), 'renamed: the old name is gone')
+    assert.equal(tools.find((t) => t.name === 'ev__say')?.description, 'Says it back')
+    assert.ok(!all.some((n) => n.startsWith('ev__toggle-')), 'denied tools are not listed')
+    assert.ok(all.includes('web__toggle-simulated-logging'), 'shaping is per backend')
+    // remote and web are the same server: remote lists what its allow globs let through.
+    const allowed = /^(echo|get-sum|trigger-.*)$/
+    assert.deepEqual(
+      all.filter((n) => n.startsWith('remote__')).map((n) => n.slice('remote__'.length)),
+      all
+        .filter((n) => n.startsWith('web__'))
+        .map((n) => n.slice('web__'.length))
+        .filter((n) => allowed.test(n)),
+    )
+    assert.ok(all.includes('remote__trigger-long-running-operation'))
+    assert.deepEqual([...all].sort(), all, 'sorted by name')
+    const prompts = (await admin.listPrompts()).prompts.map((p) => p.name)
+    assert.ok(prompts.includes('ev__simple-prompt') && prompts.includes('remote__simple-prompt'))
+    const resources = (await admin.listResources()).resources
+    const uri = resources.find((r) => r.uri.startsWith('web+'))!.uri
+    const read = await admin.readResource({uri})
+    assert.equal(read.contents[0]?.uri, uri, 'contents carry the prefixed URI')
+    // Cedar: alice may not touch the remote backend; its tools are not even listed for her.
+    const alice = await connect('alice')
+    const hers = await names(alice)
+    assert.ok(hers.length > 0 && !hers.some((n) => n.startsWith('remote__')), hers.join(' '))
+  })
+
+  it("routes calls by prefix under the backend's own name, and refuses what shaping filtered", async () => {
+    const admin = await connect('admin')
+    assert.equal(
+      textOf(await admin.callTool({name: 'ev__say', arguments: {message: 'hi'}})),
+      'Echo: hi',
+    )
+    assert.equal(
+      textOf(await admin.callTool({name: 'remote__get-sum', arguments: {a: 2, b: 3}})),
+      'The sum of 2 and 3 is 5.',
+    )
+    // The collision resolved: the same tool name reaches two different servers.
+    const evEnv = textOf(await admin.callTool({name: 'ev__get-env', arguments: {}}))
+    const webEnv = textOf(await admin.callTool({name: 'web__get-env', arguments: {}}))
+    assert.match(evEnv, /GATEWAY_TEST_WHO/)
+    assert.doesNotMatch(webEnv, /GATEWAY_TEST_WHO/)
+    // What shaping removed does not exist: not callable under either name.
+    for (const name of [
+      'ev__echo',
+      'ev__toggle-simulated-logging',
+      'remote__get-env',
+      'nope__echo',
+      'echo',
+    ])
+      await assert.rejects(admin.callTool({name, arguments: {message: 'x'}}), /Unknown tool/, name)
+    // The workload saw its own tool name, not the gateway's.
+    const audit = await readFile(join(home, 'ev-audit.log'), 'utf8')
+    assert.match(audit, /"name":"echo"/)
+    assert.doesNotMatch(audit, /ev__/)
+  })
+
+  it('applies one Cedar policy across backends on resource.backend', async () => {
+    const alice = await connect('alice')
+    await assert.rejects(
+      alice.callTool({name: 'remote__get-sum', arguments: {a: 1, b: 1}}),
+      /Unauthorized/,
+    )
+    assert.equal(
+      textOf(await alice.callTool({name: 'web__echo', arguments: {message: 'w'}})),
+      'Echo: w',
+    )
+  })
+
+  it("sends a backend's sampling request to the calling session only", async () => {
+    const asked: string[] = []
+    const answerAs = (who: string) => (client: Client) =>
+      client.setRequestHandler(CreateMessageRequestSchema, async () => {
+        asked.push(who)
+        return {model: 'test', role: 'assistant', content: {type: 'text', text: `from ${who}`}}
+      })
+    const a = await connect('carol', {sampling: {}})
+    const b = await connect('carol', {sampling: {}})
+    answerAs('a')(a)
+    answerAs('b')(b)
+    for (const [client, who] of [
+      [a, 'a'],
+      [b, 'b'],
+    ] as const) {
+      const result = await client.callTool({
+        name: 'ev__trigger-sampling-request',
+        arguments: {prompt: 'hello', maxTokens: 10},
+      })
+      assert.match(JSON.stringify(result), new RegExp(`from ${who}`))
+    }
+    assert.deepEqual(asked, ['a', 'b'])
+  })
+
+  it('carries progress back and cancellation through to the backend', async () => {
+    const admin = await connect('admin')
+    const progress: number[] = []
+    await admin.callTool(
+      {name: 'ev__trigger-long-running-operation', arguments: {duration: 1, steps: 3}},
+      undefined,
+      {onprogress: (p) => progress.push(p.progress)},
+    )
+    assert.deepEqual(progress, [1, 2, 3])
+    const controller = new AbortController()
+    const started = admin.callTool(
+      {name: 'ev__trigger-long-running-operation', arguments: {duration: 30, steps: 30}},
+      undefined,
+      {onprogress: () => controller.abort(), signal: controller.signal},
+    )
+    await assert.rejects(started, /abort/i)
+    // The backend was told: its own audit trail has the cancellation, under its own request id.
+    const deadline = Date.now() + 10_000
+    let audit = ''
+    while (Date.now() < deadline) {
+      audit = await readFile(join(home, 'ev-audit.log'), 'utf8')
+      if (audit.includes('notifications/cancelled')) break
+      await sleep(100)
+    }
+    assert.match(audit, /notifications\/cancelled/)
+    assert.equal(
+      textOf(await admin.callTool({name: 'ev__say', arguments: {message: 'still'}})),
+      'Echo: still',
+    )
+  })
+
+  it('rejects a cursor it did not make, and pages with its own', async () => {
+    const admin = await connect('admin')
+    await assert.rejects(admin.listTools({cursor: 'not-ours'}), /invalid cursor/)
+  })
+
+  it('a backend that goes down leaves the lists (list_changed), the others keep working, and it comes back', async () => {
+    const watcher = await connect('admin')
+    let changed = 0
+    watcher.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      changed++
+    })
+    assert.ok((await names(watcher)).includes('ev__say'))
+    await toolgate(['stop', 'ev'])
+    await waitUntil(() => changed > 0, 'list_changed after the backend stopped')
+    const without = await names(watcher)
+    assert.ok(!without.some((n) => n.startsWith('ev__')), without.join(' '))
+    assert.ok(without.includes('web__echo'))
+    await assert.rejects(
+      watcher.callTool({name: 'ev__say', arguments: {message: 'x'}}),
+      /backend "ev" is unavailable/,
+    )
+    assert.equal(
+      textOf(await watcher.callTool({name: 'web__echo', arguments: {message: 'w'}})),
+      'Echo: w',
+    )
+    const seen = changed
+    await toolgate(['run', 'ev', '--', ...EVERYTHING])
+    await waitUntil(() => changed > seen, 'list_changed after the backend came back')
+    await waitUntil(async () => (await names(watcher)).includes('ev__say'), 'ev tools listed again')
+    assert.equal(
+      textOf(await watcher.callTool({name: 'ev__say', arguments: {message: 'back'}})),
+      'Echo: back',
+    )
+  })
+})
+
+async function waitUntil(check: () => boolean | Promise<boolean>, what: string, ms = 20_000) {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    if (await check()) return
+    await sleep(100)
+  }
+  assert.fail(`timed out waiting for ${what}`)
+}
