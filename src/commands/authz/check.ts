@@ -63,6 +63,7 @@ export default class AuthzCheck extends BaseCommand {
       helpGroup: 'CALLER',
     }),
     ...oidcFlags,
+    ...gatewayFlags,
   }
 
   async run(): Promise<void> {
@@ -95,6 +96,7 @@ export default class AuthzCheck extends BaseCommand {
       const listFile = flags['list-response']
       const result = await checkRequest({
         config,
+        ...(await gatewayAttributesOf(flags)),
         ...caller,
         method: flags.method,
         params,

@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
+import {gatewayBackendsOf, gatewayFlags} from './gateway-flags.ts'
 
 export default class AuthzLint extends BaseCommand {
   static override description =
@@ -8,6 +9,7 @@ export default class AuthzLint extends BaseCommand {
   static override examples = [
     '<%= config.bin %> authz lint policy.yaml',
     '<%= config.bin %> authz lint policy.yaml --claims sample-claims.json --json',
+    '<%= config.bin %> authz lint policy.yaml --gateway-config gateway.yaml',
   ]
 
   static override args = {
@@ -28,6 +30,7 @@ export default class AuthzLint extends BaseCommand {
       options: ['auto', 'proxy', 'registry'],
       default: 'auto',
     }),
+    ...gatewayFlags,
   }
 
   async run(): Promise<void> {
@@ -40,6 +43,7 @@ export default class AuthzLint extends BaseCommand {
     const result = await lintFile(args.FILE, {
       model: flags.model as 'auto' | 'proxy' | 'registry',
       sampleClaims: sample,
+      gatewayBackends: (await gatewayBackendsOf(flags))?.map((b) => b.name),
     })
     const lines = result.findings.map(
       (f) => `${f.severity}: ${f.policy ?? '(file)'}: [${f.kind}] ${f.message}`,

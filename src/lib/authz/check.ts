@@ -9,7 +9,7 @@ import {isRecord} from '../mcp/json-rpc.ts'
 import {annotationsOf} from './annotation-cache.ts'
 import {Authorizer} from './authorizer.ts'
 import {authorize, policyToJson, preparsePolicySet, type CedarRequest} from './cedar-engine.ts'
-import {ANNOTATION_NAMES, type ToolAnnotations} from './entity-model.ts'
+import {ANNOTATION_NAMES, type ResourceAttributes, type ToolAnnotations} from './entity-model.ts'
 import {filterListResult, MalformedListError} from './list-filter.ts'
 import type {ListKind} from './method-table.ts'
 import type {AuthzConfig} from './policy-file.ts'
@@ -54,6 +54,8 @@ export interface AuthzCheckInput {
   fetchAnnotations?: ((tool: string) => Promise<ToolAnnotations | undefined>) | undefined
   /** The list result to filter (`tools/list`…): a JSON-RPC response or its `result`. */
   listResult?: ((kind: ListKind) => Promise<unknown>) | undefined
+  /** A gateway's `backend` attribute (issue 37), as the gateway's front adds it. */
+  resourceAttributes?: ResourceAttributes | undefined
 }
 
 let checkSets = 0
@@ -75,7 +77,10 @@ export async function checkRequest(input: AuthzCheckInput): Promise<AuthzCheckRe
 }
 
 async function decideRequest(input: AuthzCheckInput): Promise<AuthzCheckResult> {
-  const authorizer = new Authorizer(input.config, {cacheSize: 0})
+  const authorizer = new Authorizer(input.config, {
+    cacheSize: 0,
+    resourceAttributes: input.resourceAttributes,
+  })
   const refs = policyRefs(input.config)
   const ref = (id: string): PolicyRef => refs.get(id) ?? {id, name: null, effect: 'permit'}
   const base = {

@@ -24,6 +24,7 @@ export type FindingKind =
   | 'unknown-attribute'
   | 'shadowed-permit'
   | 'claim-typo'
+  | 'unknown-backend'
 
 export interface Finding {
   kind: FindingKind
@@ -44,6 +45,8 @@ export interface LintOptions {
   model?: LintModel | 'auto'
   /** A sample of real token claims, to catch misspelt `claim_*` names. */
   sampleClaims?: Record<string, unknown> | undefined
+  /** The backend names of a gateway (issue 37): `resource.backend` is then set, and checked. */
+  gatewayBackends?: string[] | undefined
 }
 
 export async function lintFile(file: string, options: LintOptions = {}): Promise<LintResult> {
@@ -121,13 +124,24 @@ export function lintConfig(
     const id = ids[i] as string
     for (const read of attributeReads(ast)) {
       const where = `${read.path}.${read.attr}`
-      const known = knownAttribute(model, read, entityAttrs)
+      const known =
+        options.gatewayBackends &&
+        model === 'proxy' &&
+        read.root === 'resource' &&
+        read.attr === 'backend' &&
+        read.depth === 0
+          ? 'always'
+          : knownAttribute(model, read, entityAttrs)
       if (known === 'unknown') {
+        const hint =
+          read.root === 'resource' && read.attr === 'backend'
+            ? ' (a gateway sets it: lint with --gateway-config or --backend)'
+            : ''
         add({
           kind: 'unknown-attribute',
           severity: 'warning',
           policy: id,
-          message: `${where}: the ${model} model never sets this attribute, so it is always absent`,
+          message: `${where}: the ${model} model never sets this attribute, so it is always absent${hint}`,
         })
         continue
       }
@@ -157,6 +171,21 @@ export function lintConfig(
       }
     }
   })
+
+  const backends = options.gatewayBackends
+  if (backends)
+    asts.forEach((ast, i) => {
+      for (const name of comparedBackends(ast))
+        if (!backends.includes(name)) {
+          const near = closest(name, backends)
+          add({
+            kind: 'unknown-backend',
+            severity: 'warning',
+            policy: ids[i] as string,
+            message: `resource.backend == ${JSON.stringify(name)}: the gateway has no such backend (${backends.join(', ')})${near ? `; did you mean ${JSON.stringify(near)}?` : ''}`,
+          })
+        }
+    })
 
   asts.forEach((permit, i) => {
     if (permit.effect !== 'permit') return
@@ -373,4 +402,31 @@ function dedupe(findings: Finding[]): Finding[] {
     seen.add(key)
     return true
   })
+}
+
+/** String literals a policy compares `resource.backend` with (`==`, `!=`), anywhere in it. */
+function comparedBackends(ast: Ast): string[] {
+  const found: string[] = []
+  const isBackend = (e: unknown) => {
+    const dot = (e as {'.'?: {left?: {Var?: string}; attr?: string}})?.['.']
+    return dot?.left?.Var === 'resource' && dot.attr === 'backend'
+  }
+  const literal = (e: unknown) => {
+    const v = (e as {Value?: unknown})?.Value
+    return typeof v === 'string' ? v : undefined
+  }
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(walk)
+    if (!node || typeof node !== 'object') return
+    for (const [key, value] of Object.entries(node)) {
+      if ((key === '==' || key === '!=') && value && typeof value === 'object') {
+        const {left, right} = value as {left?: unknown; right?: unknown}
+        const name = isBackend(left) ? literal(right) : isBackend(right) ? literal(left) : undefined
+        if (name !== undefined) found.push(name)
+      }
+      walk(value)
+    }
+  }
+  walk(ast.conditions)
+  return found
 }
