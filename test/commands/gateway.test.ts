@@ -265,6 +265,54 @@ describe('toolgate gateway: three real backends behind one endpoint, one login, 
     assert.deepEqual(asked, ['a', 'b'])
   })
 
+  it('attack: another session answering a backend request it was not sent is ignored', async () => {
+    const victim = await connect('carol', {sampling: {}})
+    const intruder = await connect('carol', {sampling: {}})
+    let forged = false
+    victim.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+      // The intruder guesses the ids this session was given, while the victim holds the request.
+      for (let n = 1; n <= 5; n++)
+        await intruder.transport!.send({
+          jsonrpc: '2.0',
+          id: `ev-${n}`,
+          result: {model: 'evil', role: 'assistant', content: {type: 'text', text: 'forged'}},
+        })
+      forged = true
+      assert.equal(request.method, 'sampling/createMessage')
+      return {model: 'test', role: 'assistant', content: {type: 'text', text: 'genuine'}}
+    })
+    const result = JSON.stringify(
+      await victim.callTool({
+        name: 'ev__trigger-sampling-request',
+        arguments: {prompt: 'hello', maxTokens: 10},
+      }),
+    )
+    assert.ok(forged)
+    assert.match(result, /genuine/)
+    assert.doesNotMatch(result, /forged/)
+  })
+
+  it('attack: names in other spellings, and server-to-client methods, are refused', async () => {
+    const admin = await connect('admin')
+    // Refused by the gateway: no such prefix (prefixes are case-sensitive), no separator.
+    for (const name of ['EV__say', 'ev_say', 'say', '__say'])
+      await assert.rejects(admin.callTool({name, arguments: {message: 'x'}}), /Unknown tool/, name)
+    // Passed on under the backend's own spelling, which the backend does not have either.
+    for (const name of ['ev__SAY', 'ev__ say', 'web__../echo']) {
+      const result = await admin.callTool({name, arguments: {message: 'x'}})
+      assert.equal(result.isError, true, name)
+      assert.match(textOf(result), /not found/i, name)
+    }
+    // A client has no business sending what only a server asks (contract §6): 403 from Cedar.
+    await assert.rejects(
+      admin.request(
+        {method: 'sampling/createMessage', params: {messages: [], maxTokens: 1}},
+        CreateMessageRequestSchema,
+      ),
+      /Unauthorized/,
+    )
+  })
+
   it('carries progress back and cancellation through to the backend', async () => {
     const admin = await connect('admin')
     const progress: number[] = []

@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.ts'
 import {incomingAuthFlags} from '../pipeline-flags.ts'
+import {gatewayAttributesOf, gatewayFlags} from './gateway-flags.ts'
 
 const {'oidc-scopes': _scopes, ...oidcFlags} = incomingAuthFlags
 
@@ -79,15 +80,7 @@ export default class AuthzCheck extends BaseCommand {
         claims: flags.claims,
         token: flags.token,
         config: flags.config,
-        oidc: {
-          issuer: flags['oidc-issuer'],
-          audience: flags['oidc-audience'],
-          clientId: flags['oidc-client-id'],
-          clientSecret: flags['oidc-client-secret'],
-          introspectionUrl: flags['oidc-introspection-url'],
-          jwksUrl: flags['oidc-jwks-url'],
-          scopes: [],
-        },
+        oidc: inputs.oidcOptionsOf(flags),
       },
       this.makeLogger(flags),
     )

@@ -174,3 +174,23 @@ export async function resolveCaller(
   const token = await readToken({token: opts.token, stdin: async () => '', stdinIsTty: true})
   return callerFromToken(token, source.oauth, source.configPath, logger)
 }
+
+/** The `--oidc-*` flags of `authz check` as the proxy's incoming-auth options. */
+export function oidcOptionsOf(flags: {
+  'oidc-issuer'?: string | undefined
+  'oidc-audience'?: string | undefined
+  'oidc-client-id'?: string | undefined
+  'oidc-client-secret'?: string | undefined
+  'oidc-introspection-url'?: string | undefined
+  'oidc-jwks-url'?: string | undefined
+}): IncomingOidcOptions {
+  return {
+    issuer: flags['oidc-issuer'],
+    audience: flags['oidc-audience'],
+    clientId: flags['oidc-client-id'],
+    clientSecret: flags['oidc-client-secret'],
+    introspectionUrl: flags['oidc-introspection-url'],
+    jwksUrl: flags['oidc-jwks-url'],
+    scopes: [],
+  }
+}
