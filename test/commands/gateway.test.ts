@@ -6,9 +6,11 @@
  * client drives it.
  */
 import assert from 'node:assert/strict'
+import {execFile} from 'node:child_process'
+import {existsSync} from 'node:fs'
 import {chmod, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
-import {join} from 'node:path'
+import {dirname, join, resolve} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {after, before, describe, it} from 'node:test'
 import type {Client} from '@modelcontextprotocol/sdk/client/index.js'
@@ -16,6 +18,7 @@ import {
   CreateMessageRequestSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js'
+import {needs} from '../helpers/component.ts'
 import {freePort, startMcpUpstream, type McpUpstream} from '../helpers/mcp-upstream.ts'
 import {startOidcProvider, type OidcProviderFixture} from '../helpers/oidc-provider.ts'
 import {runCli, runProxy, stop, waitFor, type Run} from '../helpers/proxy-run.ts'
@@ -388,3 +391,106 @@ async function waitUntil(check: () => boolean | Promise<boolean>, what: string, 
   }
   assert.fail(`timed out waiting for ${what}`)
 }
+
+const BIN = resolve('node_modules/.bin')
+const claudeMissing = existsSync(join(BIN, 'claude')) ? false : 'claude is not installed (npm ci)'
+
+describe('toolgate gateway: one client entry for every backend', () => {
+  let home: string
+  let web: McpUpstream
+  let url: string
+  const env = () => ({
+    PATH: `${BIN}:${dirname(process.execPath)}:/usr/bin:/bin`,
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, 'config'),
+    XDG_DATA_HOME: join(home, 'data'),
+    XDG_STATE_HOME: join(home, 'state'),
+    CI: 'true',
+    NO_COLOR: '1',
+    DISABLE_AUTOUPDATER: '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+  })
+  async function toolgate(argv: string[]): Promise<string> {
+    const run = runCli(argv, home, env())
+    assert.equal(await run.exited, 0, `toolgate ${argv.join(' ')}: ${run.stderr()}`)
+    return run.stdout()
+  }
+
+  before(async () => {
+    home = await mkdtemp(join(tmpdir(), 'toolgate-gateway-clients-'))
+    web = await startMcpUpstream('streamableHttp')
+    await writeFile(join(home, 'gateway.yaml'), 'pageSize: 7\n')
+    await toolgate(['run', 'ev', '--', ...EVERYTHING])
+    const out = await toolgate([
+      'gateway',
+      'open',
+      '--json',
+      '--backend',
+      'ev',
+      '--backend',
+      `${web.url}/mcp=web`,
+      '--config',
+      join(home, 'gateway.yaml'),
+    ])
+    url = (JSON.parse(out.trim().split('\n').pop()!) as {url: string}).url
+  })
+
+  after(async () => {
+    await runCli(['stop', '--all'], home, env()).exited
+    await web?.stop()
+    await rm(home, {recursive: true, force: true})
+  })
+
+  it('pages the merged list with its own cursors: every tool of every backend once, in order', async () => {
+    const direct = async (u: string) => {
+      const c = await mcpClient(u)
+      const n = (await c.listTools()).tools.length
+      await c.close()
+      return n
+    }
+    const ev = JSON.parse(await toolgate(['list', '--json'])) as {
+      workloads: Array<{name: string; url: string}>
+    }
+    const expected =
+      (await direct(ev.workloads.find((w) => w.name === 'ev')!.url)) +
+      (await direct(`${web.url}/mcp`))
+    const client = await mcpClient(url)
+    try {
+      const seen: string[] = []
+      let cursor: string | undefined
+      let pages = 0
+      do {
+        const page = await client.listTools(cursor ? {cursor} : {})
+        assert.ok(page.tools.length <= 7)
+        seen.push(...page.tools.map((t) => t.name))
+        cursor = page.nextCursor
+        pages++
+      } while (cursor && pages < 100)
+      assert.equal(seen.length, expected)
+      assert.equal(new Set(seen).size, seen.length, 'no tool twice')
+      assert.deepEqual([...seen].sort(), seen)
+      assert.ok(pages >= Math.ceil(expected / 7))
+    } finally {
+      await client.close()
+    }
+  })
+
+  it(
+    'client add gives Claude Code the gateway as one server, and it connects',
+    {skip: needs('claude (npm dev dependency)', claudeMissing)},
+    async () => {
+      const added = await toolgate(['client', 'add', 'open', '--client', 'claude-code'])
+      assert.match(added, /Claude Code: added "open" \(http\)/)
+      const out = await new Promise<string>((done, fail) =>
+        execFile(
+          join(BIN, 'claude'),
+          ['mcp', 'list'],
+          {cwd: home, env: env(), timeout: 90_000},
+          (err, stdout, stderr) =>
+            err ? fail(new Error(`${err.message}\n${stdout}\n${stderr}`)) : done(stdout + stderr),
+        ),
+      )
+      assert.match(out, /^\W*open: .*Connected\s*$/m, out)
+    },
+  )
+})
