@@ -69,6 +69,11 @@ export default class Gateway extends BaseCommand {
       'max-processes': 1,
     }
     const input = lib.runInput(args.NAME, [], runFlags)
+    const {absentWorkloads, loadGatewayConfig} = await import('../lib/gateway/config.ts')
+    for (const name of await absentWorkloads(loadGatewayConfig(runFlags.backend, runFlags.config)))
+      process.stderr.write(
+        `Warning: workload ${name} is not running; its tools join the gateway when it starts (toolgate run ${name} …)\n`,
+      )
     if (!flags.foreground) {
       const state = await lib.runDetached(input, {name: args.NAME, rest: [], flags: runFlags}, {})
       return this.report(flags.json, state)

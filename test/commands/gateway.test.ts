@@ -475,6 +475,28 @@ describe('toolgate gateway: one client entry for every backend', () => {
     }
   })
 
+  it('warns about a workload backend that is not running, starts anyway, and logs as a gateway', async () => {
+    const run = runCli(['gateway', 'lonely', '--backend', 'ghost'], home, env())
+    assert.equal(await run.exited, 0, run.stderr())
+    assert.match(
+      run.stderr(),
+      /Warning: workload ghost is not running; its tools join the gateway when it starts/,
+    )
+    // No server of its own: `logs` shows the gateway's log.
+    assert.match(await toolgate(['logs', 'lonely']), /gateway ready .*backends=ghost/)
+    await toolgate(['stop', 'lonely'])
+  })
+
+  it('refuses a bad backend before anything starts, and leaves no workload behind', async () => {
+    const run = runCli(['gateway', 'bad', '--backend', 'https://x.example/mcp'], home, env())
+    assert.equal(await run.exited, 2)
+    assert.match(run.stderr(), /a URL backend needs a prefix/)
+    const listed = JSON.parse(await toolgate(['list', '--all', '--json'])) as {
+      workloads: Array<{name: string}>
+    }
+    assert.ok(!listed.workloads.some((w) => w.name === 'bad'))
+  })
+
   it(
     'client add gives Claude Code the gateway as one server, and it connects',
     {skip: needs('claude (npm dev dependency)', claudeMissing)},

@@ -280,3 +280,22 @@ function checkAuth(
   }
   return out
 }
+
+/**
+ * Workload backends that are not running now: they join by themselves when they start (the
+ * gateway follows them by name), but a misspelt name would otherwise go unnoticed.
+ */
+export async function absentWorkloads(config: GatewayConfig): Promise<string[]> {
+  const {findRunningWorkload} = await import('../workloads/state.ts')
+  const absent: string[] = []
+  for (const b of config.backends)
+    if (
+      b.workload !== undefined &&
+      !(await findRunningWorkload(b.workload).then(
+        () => true,
+        () => false,
+      ))
+    )
+      absent.push(b.workload)
+  return absent
+}

@@ -35,13 +35,16 @@ export async function showLogs(
   options: LogsOptions,
 ): Promise<WorkloadState | undefined> {
   const env = options.env ?? process.env
-  if (!(await readWorkload(name, env))) {
+  const workload = await readWorkload(name, env)
+  if (!workload) {
     throw new ToolgateError(
       'ERR_NOT_FOUND',
       `workload "${name}" does not exist (see 'toolgate list --all')`,
     )
   }
-  const file = options.proxy ? proxyLogFile(name, env) : serverLogFile(name, env)
+  // A gateway runs no server: its own log is the one to show (issue 37).
+  const proxy = options.proxy || workload.transport === 'gateway'
+  const file = proxy ? proxyLogFile(name, env) : serverLogFile(name, env)
   let position = await printTail(file, options.tail, options.write)
   let identity = await fileIdentity(file)
   let checked = Date.now()
