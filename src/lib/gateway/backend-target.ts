@@ -1,5 +1,6 @@
 import type {FetchLike} from '@modelcontextprotocol/sdk/shared/transport.js'
-import {Agent, fetch as undiciFetch, type Dispatcher} from 'undici'
+import {Agent} from 'undici'
+import {requestFetch} from '../http/request-fetch.ts'
 import type {Logger} from '../log/logger.ts'
 import {BEARER_TOKEN_ENV} from '../proxy/options.ts'
 import {
@@ -34,10 +35,7 @@ export interface BackendTarget {
 // Workloads listen on this machine; no outbound proxy applies. Connects are quick or refused.
 const LOCAL_AGENT = {...CLIENT_AGENT_LIMITS, connect: {timeout: 5_000}}
 
-function fetchVia(dispatcher: Dispatcher): FetchLike {
-  return ((url: string | URL, init?: RequestInit) =>
-    undiciFetch(url, {...(init as object), dispatcher})) as unknown as FetchLike
-}
+const fetchVia = requestFetch
 
 export async function openBackendTarget(
   backend: BackendConfig,
