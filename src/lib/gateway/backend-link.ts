@@ -1,11 +1,11 @@
 import {SSEClientTransport} from '@modelcontextprotocol/sdk/client/sse.js'
-import {StreamableHTTPClientTransport} from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type {Transport} from '@modelcontextprotocol/sdk/shared/transport.js'
 import type {JSONRPCMessage} from '@modelcontextprotocol/sdk/types.js'
 import {isRecord, type JsonRpcId} from '../mcp/json-rpc.ts'
 import type {Logger} from '../log/logger.ts'
 import type {BackendConfig} from './config.ts'
 import type {BackendTarget} from './backend-target.ts'
+import {StreamableLinkTransport} from './link-transport.ts'
 
 /**
  * One MCP session with one backend, on behalf of one gateway client session (issue 37): the MCP
@@ -55,13 +55,6 @@ interface Pending {
   timer: NodeJS.Timeout
 }
 
-const NO_RECONNECT = {
-  maxRetries: 0,
-  initialReconnectionDelay: 1000,
-  maxReconnectionDelay: 1000,
-  reconnectionDelayGrowFactor: 1,
-}
-
 export class BackendLink {
   readonly backend: BackendConfig
   state: 'idle' | 'connecting' | 'up' | 'down' | 'closed' = 'idle'
@@ -103,7 +96,7 @@ export class BackendLink {
     const transport: Transport =
       where.kind === 'sse'
         ? new SSEClientTransport(where.url, {fetch, eventSourceInit: {fetch}})
-        : new StreamableHTTPClientTransport(where.url, {fetch, reconnectionOptions: NO_RECONNECT})
+        : new StreamableLinkTransport(where.url, this.#target.dispatcher)
     transport.onmessage = (m) => generation === this.#generation && this.#received(m as Message)
     transport.onerror = (err) => generation === this.#generation && this.#suspect(err.message)
     transport.onclose = () => generation === this.#generation && this.#suspect('connection closed')
@@ -171,12 +164,7 @@ export class BackendLink {
     this.state = 'closed'
     this.#failPending('the session ended')
     const t = this.#transport
-    if (t instanceof StreamableHTTPClientTransport && t.sessionId) {
-      await Promise.race([
-        t.terminateSession().catch(() => undefined),
-        new Promise((r) => setTimeout(r, 2_000).unref()),
-      ])
-    }
+    if (t instanceof StreamableLinkTransport) await t.terminateSession()
     await this.#drop()
   }
 

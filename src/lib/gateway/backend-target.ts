@@ -1,5 +1,5 @@
 import type {FetchLike} from '@modelcontextprotocol/sdk/shared/transport.js'
-import {Agent} from 'undici'
+import {Agent, type Dispatcher} from 'undici'
 import {requestFetch} from '../http/request-fetch.ts'
 import type {Logger} from '../log/logger.ts'
 import {BEARER_TOKEN_ENV} from '../proxy/options.ts'
@@ -28,14 +28,15 @@ export interface ResolvedTarget {
 export interface BackendTarget {
   /** Where to connect now; rejects when a followed workload is not running. */
   resolve(): Promise<ResolvedTarget>
+  /** What reaches it (a loopback agent, the outbound proxy, or the private credentials hop). */
+  dispatcher: Dispatcher
+  /** The same, as a fetch (the SDK's legacy SSE transport takes one). */
   fetch: FetchLike
   close(): Promise<void>
 }
 
 // Workloads listen on this machine; no outbound proxy applies. Connects are quick or refused.
 const LOCAL_AGENT = {...CLIENT_AGENT_LIMITS, connect: {timeout: 5_000}}
-
-const fetchVia = requestFetch
 
 export async function openBackendTarget(
   backend: BackendConfig,
@@ -52,7 +53,8 @@ export async function openBackendTarget(
           kind: state.transport === 'sse' ? 'sse' : 'streamable-http',
         }
       },
-      fetch: fetchVia(agent),
+      dispatcher: agent,
+      fetch: requestFetch(agent),
       close: () => agent.close(),
     }
   }
@@ -83,7 +85,8 @@ export async function openBackendTarget(
   const url = hop ? new URL(remote.pathname + remote.search, 'http://localhost') : remote
   return {
     resolve: async () => ({url, kind: backend.transport}),
-    fetch: fetchVia(dispatcher),
+    dispatcher,
+    fetch: requestFetch(dispatcher),
     async close() {
       await dispatcher.close().catch(() => undefined)
       await hop?.pipeline.close().catch(() => undefined)

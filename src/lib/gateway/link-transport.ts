@@ -1,0 +1,176 @@
+import type {Transport} from '@modelcontextprotocol/sdk/shared/transport.js'
+import type {JSONRPCMessage} from '@modelcontextprotocol/sdk/types.js'
+import {request, type Dispatcher} from 'undici'
+import {isRecord} from '../mcp/json-rpc.ts'
+import {parseSseFields, SseSplitter} from '../mcp/sse.ts'
+
+/**
+ * The client side of MCP streamable HTTP (spec 2025-06-18 "Transports") for the gateway's backend
+ * links (issue 37), on undici's `request` and Node streams. Every message of every call passes
+ * here twice (the call and its answer), so it avoids what the SDK's transport spends on each —
+ * WHATWG fetch, web streams, and schema validation of messages the link only routes (the profile
+ * in docs/gateway.md). What it does is the SDK's: POST each message (JSON or an SSE stream back),
+ * keep the session id, open the standalone GET stream once initialized, DELETE to end.
+ */
+
+/** An HTTP status the server answered with (404: the session is gone). */
+export class LinkHttpError extends Error {
+  readonly status: number
+  constructor(status: number, message: string) {
+    super(message)
+    this.status = status
+  }
+}
+
+/** Longest message (or SSE event) accepted from a backend. */
+const MAX_MESSAGE_CHARS = 32 * 1024 * 1024
+const MAX_ERROR_BODY = 4_096
+
+export class StreamableLinkTransport implements Transport {
+  sessionId?: string
+  onmessage?: (message: JSONRPCMessage) => void
+  onerror?: (error: Error) => void
+  onclose?: () => void
+  readonly #url: URL
+  readonly #dispatcher: Dispatcher
+  #protocolVersion: string | undefined
+  readonly #abort = new AbortController()
+
+  constructor(url: URL, dispatcher: Dispatcher) {
+    this.#url = url
+    this.#dispatcher = dispatcher
+  }
+
+  async start(): Promise<void> {}
+
+  setProtocolVersion(version: string): void {
+    this.#protocolVersion = version
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    const res = await request(this.#url, {
+      dispatcher: this.#dispatcher,
+      method: 'POST',
+      headers: this.#headers({
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      }),
+      body: JSON.stringify(message),
+      signal: this.#abort.signal,
+    })
+    const sid = res.headers['mcp-session-id']
+    if (typeof sid === 'string' && sid !== '') this.sessionId = sid
+    if (res.statusCode === 202) {
+      res.body.resume()
+      if ((message as {method?: string}).method === 'notifications/initialized') this.#openStream()
+      return
+    }
+    if (res.statusCode < 200 || res.statusCode > 299) throw await httpError(res)
+    const type = String(res.headers['content-type'] ?? '').toLowerCase()
+    if (type.startsWith('text/event-stream')) {
+      // The answer comes on the stream; send() is done once the server took the message.
+      void this.#readEvents(res.body).catch((err: Error) => this.#error(err))
+      return
+    }
+    if (!type.startsWith('application/json')) {
+      res.body.resume()
+      throw new Error(`unexpected content type "${type.slice(0, 60)}" from the server`)
+    }
+    const text = await readBounded(res.body)
+    this.#deliver(text)
+  }
+
+  /** Ends the session on the server (DELETE), bounded; failures are ignored (it may be gone). */
+  async terminateSession(): Promise<void> {
+    if (!this.sessionId) return
+    const res = await request(this.#url, {
+      dispatcher: this.#dispatcher,
+      method: 'DELETE',
+      headers: this.#headers({}),
+      signal: AbortSignal.timeout(2_000),
+    }).catch(() => undefined)
+    res?.body.resume()
+  }
+
+  async close(): Promise<void> {
+    this.#abort.abort()
+    this.onclose?.()
+  }
+
+  #headers(extra: Record<string, string>): Record<string, string> {
+    return {
+      ...extra,
+      ...(this.sessionId ? {'mcp-session-id': this.sessionId} : {}),
+      ...(this.#protocolVersion ? {'mcp-protocol-version': this.#protocolVersion} : {}),
+    }
+  }
+
+  /** The standalone stream: what the server says outside a request (list_changed, sampling…). */
+  #openStream(): void {
+    void (async () => {
+      const res = await request(this.#url, {
+        dispatcher: this.#dispatcher,
+        method: 'GET',
+        headers: this.#headers({accept: 'text/event-stream'}),
+        signal: this.#abort.signal,
+      })
+      // 405: the server offers no standalone stream (the spec allows it).
+      if (res.statusCode === 405) return void res.body.resume()
+      if (res.statusCode !== 200) throw await httpError(res)
+      await this.#readEvents(res.body)
+      throw new Error('the server ended the standalone stream')
+    })().catch((err: Error) => this.#error(err))
+  }
+
+  async #readEvents(
+    body: NodeJS.ReadableStream & {setEncoding(e: string): unknown},
+  ): Promise<void> {
+    body.setEncoding('utf8')
+    const splitter = new SseSplitter()
+    for await (const chunk of body as AsyncIterable<string>) {
+      splitter.push(chunk, (_raw, lines) => {
+        const event = parseSseFields(lines)
+        if (event.data !== undefined && (event.event === undefined || event.event === 'message'))
+          this.#deliver(event.data)
+      })
+      if (splitter.pending.length > MAX_MESSAGE_CHARS)
+        throw new Error('an event from the server is too large')
+    }
+  }
+
+  #deliver(text: string): void {
+    let value: unknown
+    try {
+      value = JSON.parse(text)
+    } catch {
+      return this.#error(new Error('the server sent a message that is not JSON'))
+    }
+    for (const m of Array.isArray(value) ? value : [value])
+      if (isRecord(m) && m.jsonrpc === '2.0') this.onmessage?.(m as JSONRPCMessage)
+  }
+
+  #error(err: Error): void {
+    if (this.#abort.signal.aborted) return
+    this.onerror?.(err)
+  }
+}
+
+async function readBounded(body: AsyncIterable<Buffer | string>): Promise<string> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body) {
+    const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
+    size += b.length
+    if (size > MAX_MESSAGE_CHARS) throw new Error('the answer from the server is too large')
+    chunks.push(b)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+async function httpError(res: Dispatcher.ResponseData): Promise<LinkHttpError> {
+  let text = ''
+  for await (const chunk of res.body) {
+    if (text.length < MAX_ERROR_BODY) text += String(chunk)
+  }
+  return new LinkHttpError(res.statusCode, `HTTP ${res.statusCode}: ${text.slice(0, 200)}`)
+}
