@@ -22,7 +22,7 @@ import {needs} from '../helpers/component.ts'
 import {freePort, startMcpUpstream, type McpUpstream} from '../helpers/mcp-upstream.ts'
 import {startOidcProvider, type OidcProviderFixture} from '../helpers/oidc-provider.ts'
 import {runCli, runProxy, stop, waitFor, type Run} from '../helpers/proxy-run.ts'
-import {EVERYTHING, mcpClient, textOf} from '../helpers/workload.ts'
+import {allFiles, EVERYTHING, mcpClient, textOf} from '../helpers/workload.ts'
 
 describe('toolgate gateway: three real backends behind one endpoint, one login, one policy', () => {
   let home: string
@@ -147,6 +147,18 @@ describe('toolgate gateway: three real backends behind one endpoint, one login, 
     await rm(home, {recursive: true, force: true})
   })
 
+  it('keeps the remote backend token out of state files, logs and the process list', async () => {
+    const token = (await readFile(join(home, 'remote.token'), 'utf8')).trim()
+    for (const file of await allFiles(join(home, 'state')))
+      assert.ok(!file.text.includes(token), `the token is in ${file.path}`)
+    const ps = await readProcessList()
+    assert.ok(
+      ps.includes('gateway') || ps.includes('workload-child'),
+      'the gateway process is listed',
+    )
+    assert.ok(!ps.includes(token), 'the token is in a process command line')
+  })
+
   it('is a managed workload: list shows it with its transport', async () => {
     const listed = JSON.parse(await toolgate(['list', '--json'])) as {
       workloads: Array<{name: string; transport: string; status: string}>
@@ -192,6 +204,10 @@ describe('toolgate gateway: three real backends behind one endpoint, one login, 
     assert.deepEqual([...all].sort(), all, 'sorted by name')
     const prompts = (await admin.listPrompts()).prompts.map((p) => p.name)
     assert.ok(prompts.includes('ev__simple-prompt') && prompts.includes('remote__simple-prompt'))
+    const templates = (await admin.listResourceTemplates()).resourceTemplates
+    assert.ok(
+      templates.length > 0 && templates.every((t) => /^(ev|web|remote)\+/.test(t.uriTemplate)),
+    )
     const resources = (await admin.listResources()).resources
     const uri = resources.find((r) => r.uri.startsWith('web+'))!.uri
     const read = await admin.readResource({uri})
@@ -487,6 +503,28 @@ describe('toolgate gateway: one client entry for every backend', () => {
     await toolgate(['stop', 'lonely'])
   })
 
+  it('runs in the foreground too, and stops on SIGTERM', async () => {
+    const run = runCli(['gateway', 'fg', '--foreground', '--json', '--backend', 'ev'], home, env())
+    const line = await waitFor(
+      'the running event',
+      () =>
+        run
+          .stdout()
+          .split('\n')
+          .find((l) => l.includes('"running"')),
+      run,
+    )
+    const client = await mcpClient((JSON.parse(line) as {url: string}).url)
+    assert.ok((await client.listTools()).tools.some((t) => t.name === 'ev__echo'))
+    await client.close()
+    run.child.kill('SIGTERM')
+    assert.equal(await run.exited, 0, run.stderr())
+    const listed = JSON.parse(await toolgate(['list', '--all', '--json'])) as {
+      workloads: Array<{name: string; status: string}>
+    }
+    assert.equal(listed.workloads.find((w) => w.name === 'fg')?.status, 'stopped')
+  })
+
   it('refuses a bad backend before anything starts, and leaves no workload behind', async () => {
     const run = runCli(['gateway', 'bad', '--backend', 'https://x.example/mcp'], home, env())
     assert.equal(await run.exited, 2)
@@ -516,3 +554,15 @@ describe('toolgate gateway: one client entry for every backend', () => {
     },
   )
 })
+
+/** Every process's command line (Linux /proc), to prove a secret is in none of them. */
+async function readProcessList(): Promise<string> {
+  const {readdir} = await import('node:fs/promises')
+  const lines: string[] = []
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')
+    lines.push(cmd.replaceAll('\0', ' '))
+  }
+  return lines.join('\n')
+}

@@ -53,6 +53,9 @@ interface InFlight {
 
 const MAX_PAGES = 50
 const MAX_ITEMS = 10_000
+/** Requests of one session in flight at once (each holds a backend request and a timer). */
+const MAX_IN_FLIGHT = 1_000
+const TOO_MANY_REQUESTS = -32003
 /** Backend requests this session may owe answers to at once. */
 const MAX_OWED = 1_000
 const INVALID_PARAMS = -32602
@@ -115,6 +118,14 @@ export class GatewaySession {
     if (typeof method !== 'string') return this.#answerFromClient(message)
     if (!('id' in message)) return this.#notificationFromClient(method, message.params)
     const clientId = message.id as JsonRpcId
+    if (this.#inflight.size >= MAX_IN_FLIGHT) {
+      const busy = errorAnswer(
+        clientId,
+        TOO_MANY_REQUESTS,
+        'too many requests in flight in this session',
+      )
+      return this.#sink.deliver(busy, clientId)
+    }
     const entry: InFlight = {clientId}
     this.#inflight.set(keyOf(clientId), entry)
     this.#serve(entry, method, isRecord(message.params) ? message.params : {})
