@@ -195,6 +195,14 @@ const ROWS: Record<string, Row[]> = {
       why: 'a foreground run serves',
     },
   ],
+  gateway: [
+    {argv: () => ['gateway', 'ni-gw'], expect: {ends: 78}, why: 'no backend: refused at once'},
+    {
+      argv: () => ['gateway', 'ni-gw-fg', '--foreground', '--backend', 'ghost'],
+      expect: {serves: true},
+      why: 'a foreground gateway serves (its backend joins when it starts)',
+    },
+  ],
   list: [{argv: () => ['list', '--all'], expect: {ends: 0}, why: 'lists without asking'}],
   version: [{argv: () => ['version', '--json'], expect: {ends: 0}, why: 'prints and ends'}],
   logs: [{argv: () => ['logs', 'ni'], expect: {ends: 1}, why: 'a missing workload ends at once'}],

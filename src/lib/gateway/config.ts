@@ -77,11 +77,17 @@ export function parseBackendFlag(value: string): BackendFlag {
   const bad = (why: string) =>
     new ToolgateError('ERR_USAGE', `--backend "${value.slice(0, 120)}": ${why}`)
   if (value.includes('://')) {
-    // A URL may hold '=' in its query; the prefix is after the last one, and always given.
+    // The prefix is after the last '=', and always given.
     const at = value.lastIndexOf('=')
     if (at === -1) throw bad('a URL backend needs a prefix: --backend https://host/mcp=PREFIX')
     const url = value.slice(0, at)
     const prefix = value.slice(at + 1)
+    // `https://h/mcp?a=b` would split as URL `…?a` with prefix `b`; a query (often a key) is
+    // also readable by every user in the process list. The config file takes it.
+    if (url.includes('?'))
+      throw bad(
+        'a URL with a query goes in the config file (backends.NAME.url), not on the command line',
+      )
     checkUrl(url, (why) => bad(why))
     if (!PREFIX.test(prefix)) throw bad(prefixRule(prefix))
     return {name: prefix, prefix, url}

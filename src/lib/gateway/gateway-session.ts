@@ -59,6 +59,9 @@ const TOO_MANY_REQUESTS = -32003
 /** Backend requests this session may owe answers to at once. */
 const MAX_OWED = 1_000
 const INVALID_PARAMS = -32602
+/** A link lost this soon after it came up is flapping: it waits for the backend's probe. */
+const FLAPPING_MS = 10_000
+const CHANGE_COALESCE_MS = 50
 const METHOD_NOT_FOUND = -32601
 const LIST_NOTIFICATION: Readonly<Record<string, string>> = {
   tools: 'notifications/tools/list_changed',
@@ -76,13 +79,20 @@ export class GatewaySession {
   readonly #byPrefix = new Map<string, BackendLink>()
   readonly #health = new Map<BackendLink, BackendHealth>()
   readonly #inflight = new Map<string, InFlight>()
-  readonly #owes = new Map<string, {link: BackendLink; backendId: JsonRpcId}>()
+  readonly #owes = new Map<
+    string,
+    {link: BackendLink; backendId: JsonRpcId; timer: NodeJS.Timeout}
+  >()
   /** Each link's lists as the client sees them, while the backend promises list_changed. */
   readonly #lists = new Map<BackendLink, Map<ListKind, Item[]>>()
   /** Bumped when a link's lists go stale: a fetch that started before is not cached. */
   readonly #listVersion = new Map<BackendLink, number>()
   #hello: ClientHello | undefined
   #initialized = false
+  /** Aborted when the session ends: waits for a backend to come back stop with it. */
+  readonly #ended = new AbortController()
+  /** list_changed notifications about to be sent (several causes at once send one). */
+  readonly #changes = new Map<string, NodeJS.Timeout>()
   #closed = false
   #nextOwed = 1
 
@@ -118,6 +128,10 @@ export class GatewaySession {
     if (typeof method !== 'string') return this.#answerFromClient(message)
     if (!('id' in message)) return this.#notificationFromClient(method, message.params)
     const clientId = message.id as JsonRpcId
+    // One request per id at a time (legacy SSE does not check): a second would take the first's
+    // progress, cancellation and answer, and slip past the bound below.
+    if (this.#inflight.has(keyOf(clientId)))
+      return this.#sink.deliver(errorAnswer(clientId, -32600, 'id already in use'), clientId)
     if (this.#inflight.size >= MAX_IN_FLIGHT) {
       const busy = errorAnswer(
         clientId,
@@ -147,14 +161,20 @@ export class GatewaySession {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    this.#ended.abort()
     for (const entry of this.#inflight.values()) entry.cancelled = true
+    for (const owed of this.#owes.values()) clearTimeout(owed.timer)
     this.#owes.clear()
+    for (const timer of this.#changes.values()) clearTimeout(timer)
     await Promise.all(this.#links.map((l) => l.close()))
   }
 
   async #serve(entry: InFlight, method: string, params: Record<string, unknown>): Promise<Message> {
     const id = entry.clientId
-    if (method === 'initialize') return {jsonrpc: '2.0', id, result: await this.#initialize(params)}
+    if (method === 'initialize') {
+      if (this.#hello) return errorAnswer(id, -32600, 'this session is already initialized')
+      return {jsonrpc: '2.0', id, result: await this.#initialize(params)}
+    }
     if (method === 'ping') return {jsonrpc: '2.0', id, result: {}}
     const kind = LIST_METHODS[method]
     if (kind) return this.#list(id, kind, params)
@@ -238,6 +258,11 @@ export class GatewaySession {
     if (!hello || this.#closed) return false
     try {
       await link.connect(hello)
+      // The session ended while the backend answered: its new session ends too.
+      if (this.#closed) {
+        await link.close()
+        return false
+      }
       this.#stale(link)
       return true
     } catch (err) {
@@ -254,7 +279,7 @@ export class GatewaySession {
 
   /** Waits for the backend to come back, reconnects and tells the client its lists changed. */
   async #waitFor(link: BackendLink): Promise<void> {
-    await this.#health.get(link)!.whenUp()
+    if (!(await this.#health.get(link)!.whenUp(this.#ended.signal))) return
     if (this.#closed || link.up) return
     if (await this.#connect(link)) this.#listsChanged(link)
   }
@@ -263,17 +288,33 @@ export class GatewaySession {
   #lost(link: BackendLink, reason: string): void {
     if (this.#closed) return
     link.down(reason)
-    for (const [id, owed] of this.#owes) if (owed.link === link) this.#owes.delete(id)
+    for (const [id, owed] of this.#owes)
+      if (owed.link === link) {
+        clearTimeout(owed.timer)
+        this.#owes.delete(id)
+      }
     this.#stale(link)
-    // Once at once: a stream that ended while the backend is fine (or restarted and forgot us).
-    void this.#connect(link).then(() => this.#listsChanged(link))
+    this.#listsChanged(link)
+    // Once at once — the backend restarted and forgot us, or a connection broke — unless this link
+    // came up only moments ago: then the probe decides when to try again (no reconnect storm).
+    if (Date.now() - link.upSince < FLAPPING_MS) void this.#waitFor(link)
+    else void this.#connect(link).then((ok) => ok && this.#listsChanged(link))
   }
 
   #listsChanged(link: BackendLink): void {
-    if (!this.#initialized || this.#closed) return
     for (const cap of ['tools', 'prompts', 'resources'])
       if (link.info === undefined || isRecord(link.info.capabilities[cap]))
-        this.#sink.deliver({jsonrpc: '2.0', method: LIST_NOTIFICATION[cap]}, undefined)
+        this.#notifyChanged(LIST_NOTIFICATION[cap]!)
+  }
+
+  /** Sends `notifications/<kind>/list_changed` shortly; causes meanwhile join the same one. */
+  #notifyChanged(method: string): void {
+    if (!this.#initialized || this.#closed || this.#changes.has(method)) return
+    const timer = setTimeout(() => {
+      this.#changes.delete(method)
+      if (!this.#closed) this.#sink.deliver({jsonrpc: '2.0', method}, undefined)
+    }, CHANGE_COALESCE_MS)
+    this.#changes.set(method, timer)
   }
 
   #stale(link: BackendLink, kinds?: ListKind[]): void {
@@ -320,6 +361,7 @@ export class GatewaySession {
     }
     if (
       hasFlag(link, LIST_CAPABILITY[kind], 'listChanged') &&
+      link.hearsChanges &&
       version === (this.#listVersion.get(link) ?? 0)
     ) {
       let lists = this.#lists.get(link)
@@ -411,6 +453,7 @@ export class GatewaySession {
       return
     }
     this.#owes.delete(id as string)
+    clearTimeout(owed.timer)
     void owed.link.answer(
       owed.backendId,
       'result' in message ? {result: message.result} : {error: message.error},
@@ -426,7 +469,15 @@ export class GatewaySession {
       return
     }
     const id = `${link.backend.prefix}-${this.#nextOwed++}`
-    this.#owes.set(id, {link, backendId})
+    // A client that never answers (it has no stream open, it ignores the method) does not hold
+    // the backend, or this session's share of owed requests, forever.
+    const timer = setTimeout(() => {
+      if (!this.#owes.delete(id)) return
+      void link.answer(backendId, {
+        error: {code: -32001, message: 'the client did not answer in time'},
+      })
+    }, this.#deps.requestTimeoutMs)
+    this.#owes.set(id, {link, backendId, timer})
     // On the stream of the newest request this backend is working on, when there is one: that is
     // the call that caused it (a client listens there); else on the session's standalone stream.
     let related: JsonRpcId | undefined
@@ -441,8 +492,7 @@ export class GatewaySession {
     const changed = CHANGED_LISTS[method]
     if (changed) {
       this.#stale(link, changed)
-      if (this.#initialized) this.#sink.deliver({jsonrpc: '2.0', method}, undefined)
-      return
+      return this.#notifyChanged(method)
     }
     if (method === 'notifications/progress') {
       for (const entry of this.#inflight.values())
@@ -453,6 +503,7 @@ export class GatewaySession {
     if (method === 'notifications/cancelled') {
       for (const [id, owed] of this.#owes)
         if (owed.link === link && owed.backendId === params.requestId) {
+          clearTimeout(owed.timer)
           this.#owes.delete(id)
           return this.#sink.deliver({...message, params: {...params, requestId: id}}, undefined)
         }

@@ -35,9 +35,24 @@ export class BackendHealth {
     this.#intervalMs = options.intervalMs ?? 1_000
   }
 
-  /** Resolves once a probe reaches the backend; starts probing if nobody is. */
-  whenUp(): Promise<void> {
-    const up = new Promise<void>((resolve) => this.#waiters.push(resolve))
+  /**
+   * Resolves true once a probe reaches the backend, false when `signal` fires first (the session
+   * that waited ended: it is forgotten here, and probing stops when nobody waits).
+   */
+  whenUp(signal: AbortSignal): Promise<boolean> {
+    if (signal.aborted) return Promise.resolve(false)
+    const up = new Promise<boolean>((resolve) => {
+      const waiter = () => {
+        signal.removeEventListener('abort', gone)
+        resolve(true)
+      }
+      const gone = () => {
+        this.#waiters = this.#waiters.filter((w) => w !== waiter)
+        resolve(false)
+      }
+      signal.addEventListener('abort', gone, {once: true})
+      this.#waiters.push(waiter)
+    })
     if (!this.#probing) void this.#probe()
     return up
   }

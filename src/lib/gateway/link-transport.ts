@@ -35,6 +35,8 @@ export class StreamableLinkTransport implements Transport {
   readonly #dispatcher: Dispatcher
   #protocolVersion: string | undefined
   readonly #abort = new AbortController()
+  /** The standalone stream is open: list_changed and the like can reach us. */
+  streamOpen = false
 
   constructor(url: URL, dispatcher: Dispatcher) {
     this.#url = url
@@ -48,6 +50,15 @@ export class StreamableLinkTransport implements Transport {
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
+    await this.post(message)
+  }
+
+  /**
+   * POSTs one message. `signal` ends this exchange alone (an answer came, the request timed out
+   * or was cancelled): a stream the server holds open for it does not outlive it.
+   */
+  async post(message: JSONRPCMessage, signal?: AbortSignal): Promise<void> {
+    const own = signal ? AbortSignal.any([this.#abort.signal, signal]) : this.#abort.signal
     const res = await request(this.#url, {
       dispatcher: this.#dispatcher,
       method: 'POST',
@@ -56,7 +67,7 @@ export class StreamableLinkTransport implements Transport {
         accept: 'application/json, text/event-stream',
       }),
       body: JSON.stringify(message),
-      signal: this.#abort.signal,
+      signal: own,
     })
     const sid = res.headers['mcp-session-id']
     if (typeof sid === 'string' && sid !== '') this.sessionId = sid
@@ -69,7 +80,7 @@ export class StreamableLinkTransport implements Transport {
     const type = String(res.headers['content-type'] ?? '').toLowerCase()
     if (type.startsWith('text/event-stream')) {
       // The answer comes on the stream; send() is done once the server took the message.
-      void this.#readEvents(res.body).catch((err: Error) => this.#error(err))
+      void this.#readEvents(res.body).catch((err: Error) => own.aborted || this.#error(err))
       return
     }
     if (!type.startsWith('application/json')) {
@@ -105,21 +116,39 @@ export class StreamableLinkTransport implements Transport {
     }
   }
 
-  /** The standalone stream: what the server says outside a request (list_changed, sampling…). */
+  /**
+   * The standalone stream: what the server says outside a request (list_changed, sampling…). It
+   * is opened again when it ends (a server may end an idle stream), after a pause that grows while
+   * it keeps failing; each end is reported, so the link checks the session is still there.
+   */
   #openStream(): void {
     void (async () => {
-      const res = await request(this.#url, {
-        dispatcher: this.#dispatcher,
-        method: 'GET',
-        headers: this.#headers({accept: 'text/event-stream'}),
-        signal: this.#abort.signal,
-      })
-      // 405: the server offers no standalone stream (the spec allows it).
-      if (res.statusCode === 405) return void res.body.resume()
-      if (res.statusCode !== 200) throw await httpError(res)
-      await this.#readEvents(res.body)
-      throw new Error('the server ended the standalone stream')
-    })().catch((err: Error) => this.#error(err))
+      let pause = 500
+      while (!this.#abort.signal.aborted) {
+        const opened = Date.now()
+        try {
+          const res = await request(this.#url, {
+            dispatcher: this.#dispatcher,
+            method: 'GET',
+            headers: this.#headers({accept: 'text/event-stream'}),
+            signal: this.#abort.signal,
+          })
+          // 405: the server offers no standalone stream (the spec allows it).
+          if (res.statusCode === 405) return void res.body.resume()
+          if (res.statusCode !== 200) throw await httpError(res)
+          this.streamOpen = true
+          await this.#readEvents(res.body)
+          throw new Error('the server ended the standalone stream')
+        } catch (err) {
+          this.streamOpen = false
+          this.#error(err as Error)
+          if ((err as LinkHttpError).status === 404) return
+        }
+        if (Date.now() - opened > 30_000) pause = 500
+        await new Promise((r) => setTimeout(r, pause).unref())
+        pause = Math.min(pause * 2, 30_000)
+      }
+    })()
   }
 
   async #readEvents(
@@ -167,10 +196,15 @@ async function readBounded(body: AsyncIterable<Buffer | string>): Promise<string
   return Buffer.concat(chunks).toString('utf8')
 }
 
+/** The status, and the start of the body for our log: read up to a bound, the rest discarded. */
 async function httpError(res: Dispatcher.ResponseData): Promise<LinkHttpError> {
   let text = ''
   for await (const chunk of res.body) {
-    if (text.length < MAX_ERROR_BODY) text += String(chunk)
+    text += String(chunk)
+    if (text.length >= MAX_ERROR_BODY) {
+      res.body.destroy()
+      break
+    }
   }
   return new LinkHttpError(res.statusCode, `HTTP ${res.statusCode}: ${text.slice(0, 200)}`)
 }

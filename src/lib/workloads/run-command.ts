@@ -11,7 +11,7 @@ import {loadPermissionProfile} from '../sandbox/profile.ts'
 import {assertCanListen} from '../http/listen.ts'
 import {configureFromFlags, type NetworkFlagValues} from '../network/settings.ts'
 import {assertNameFree, startWorkload, type RunningWorkload} from './run-workload.ts'
-import {buildWorkloadSpec, checkRunInput, type RunInput} from './spec.ts'
+import {buildWorkloadSpec, checkRunInput, gatewaySpec, type RunInput} from './spec.ts'
 import type {WorkloadState} from './state.ts'
 
 /** The secrets store, loaded only when a workload names a secret (issue 11: background memory). */
@@ -159,6 +159,8 @@ export async function runDetached(
   options: {relay?: ((line: string) => void) | undefined},
 ): Promise<WorkloadState> {
   checkRunInput(input)
+  // A gateway's backends and config file: found wrong here, not in the background process's log.
+  if (input.gateway) await gatewaySpec(input)
   await assertNameFree(input.name)
   // Found by `run` itself, before a background process starts (issue 31).
   if (input.proxyPort)

@@ -16,7 +16,6 @@ import {buildServerEnv, parseEnvAssignment, parseSecretMapping} from './server-e
 import {validateWorkloadName, type WorkloadTransport} from './state.ts'
 import type {IsolationMode} from '../bridge/isolated-lanes.ts'
 import {loadPermissionProfile, withHosts} from '../sandbox/profile.ts'
-import {loadGatewayConfig} from '../gateway/config.ts'
 
 /**
  * `toolgate run` flags → a WorkloadSpec, with every check that can fail done before anything
@@ -108,7 +107,8 @@ function usage(message: string): ToolgateError {
 export function checkRunInput(input: RunInput): WorkloadTransport {
   validateWorkloadName(input.name)
   if (input.gateway) {
-    loadGatewayConfig(input.gateway.backends, input.gateway.config)
+    // The backends and the config file are checked by gatewaySpec (config.ts loads YAML; a plain
+    // workload's background process must not, issue 11).
     for (const [flag, value] of [
       ['--request-timeout', input.requestTimeout],
       ['--stop-timeout', input.stopTimeout],
@@ -240,7 +240,9 @@ export async function buildWorkloadSpec(
   }
 }
 
-function gatewaySpec(input: RunInput): WorkloadSpec {
+/** A gateway's spec; its config (YAML, JSON) is read here, the module loaded only for a gateway. */
+export async function gatewaySpec(input: RunInput): Promise<WorkloadSpec> {
+  const {loadGatewayConfig} = await import('../gateway/config.ts')
   const gateway = loadGatewayConfig(input.gateway!.backends, input.gateway!.config)
   return {
     name: input.name,

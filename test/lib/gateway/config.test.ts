@@ -28,11 +28,10 @@ describe('gateway --backend values', () => {
       prefix: 'ev',
       workload: 'everything',
     })
-    // A URL may carry '=' in its query: the prefix is after the last one.
-    assert.deepEqual(parseBackendFlag('https://h.example/mcp?a=b=remote'), {
+    assert.deepEqual(parseBackendFlag('https://h.example/mcp=remote'), {
       name: 'remote',
       prefix: 'remote',
-      url: 'https://h.example/mcp?a=b',
+      url: 'https://h.example/mcp',
     })
   })
 
@@ -46,6 +45,9 @@ describe('gateway --backend values', () => {
           pattern.test((err as Error).message),
       )
     usage('https://h.example/mcp', /needs a prefix/)
+    // `?a=b` would read as the prefix b; a query (often a key) goes in the config file instead.
+    usage('https://h.example/mcp?a=b', /a URL with a query goes in the config file/)
+    usage('https://h.example/mcp?key=k=remote', /a URL with a query goes in the config file/)
     usage('ev=my_prefix', /no '_' or '\+'/)
     usage('ev=a+b', /no '_' or '\+'/)
     usage('Bad Name', /workload name/)
