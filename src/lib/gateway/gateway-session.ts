@@ -85,6 +85,7 @@ export class GatewaySession {
   >()
   /** Each link's lists as the client sees them, while the backend promises list_changed. */
   readonly #lists = new Map<BackendLink, Map<ListKind, Item[]>>()
+  readonly #fetching = new Map<string, Promise<Item[]>>()
   /** Bumped when a link's lists go stale: a fetch that started before is not cached. */
   readonly #listVersion = new Map<BackendLink, number>()
   #hello: ClientHello | undefined
@@ -337,9 +338,19 @@ export class GatewaySession {
   }
 
   /** One backend's whole list (every page), exposed; cached while the backend promises list_changed. */
-  async #itemsOf(link: BackendLink, kind: ListKind): Promise<Item[]> {
+  #itemsOf(link: BackendLink, kind: ListKind): Promise<Item[]> {
     const cached = this.#lists.get(link)?.get(kind)
-    if (cached) return cached
+    if (cached) return Promise.resolve(cached)
+    // Lists asked for at once (the client's, Cedar's annotation fetch) share one fetch.
+    const key = `${link.backend.name}\n${kind}`
+    const running = this.#fetching.get(key)
+    if (running) return running
+    const fetching = this.#fetchList(link, kind).finally(() => this.#fetching.delete(key))
+    this.#fetching.set(key, fetching)
+    return fetching
+  }
+
+  async #fetchList(link: BackendLink, kind: ListKind): Promise<Item[]> {
     const version = this.#listVersion.get(link) ?? 0
     const method = Object.keys(LIST_METHODS).find((m) => LIST_METHODS[m] === kind)!
     const items: Item[] = []
@@ -385,7 +396,7 @@ export class GatewaySession {
     const answer = await link.request(method, params, (linkId) => (entry.linkId = linkId))
     if ('result' in answer) {
       const result =
-        method === 'tools/call' || method === 'resources/read'
+        method === 'tools/call' || method === 'resources/read' || method === 'prompts/get'
           ? prefixResultUris(link.backend.prefix, answer.result)
           : answer.result
       return {jsonrpc: '2.0', id, result}

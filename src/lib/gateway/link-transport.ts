@@ -23,7 +23,7 @@ export class LinkHttpError extends Error {
 }
 
 /** Longest message (or SSE event) accepted from a backend. */
-const MAX_MESSAGE_CHARS = 32 * 1024 * 1024
+const MAX_MESSAGE_CHARS = 16 * 1024 * 1024
 const MAX_ERROR_BODY = 4_096
 
 export class StreamableLinkTransport implements Transport {

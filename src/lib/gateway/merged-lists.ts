@@ -122,7 +122,7 @@ function decodeCursor(kind: ListKind, cursor: unknown): string | undefined {
   }
 }
 
-/** Resource URIs inside a result (read contents, links in tool output), prefixed in place. */
+/** Resource URIs inside a result (read contents, links in tool output and prompt messages), prefixed. */
 export function prefixResultUris(prefix: string, result: unknown): unknown {
   if (!isRecord(result)) return result
   const fix = (entry: unknown): unknown => {
@@ -133,11 +133,16 @@ export function prefixResultUris(prefix: string, result: unknown): unknown {
       out = {...out, resource: {...entry.resource, uri: prefixedUri(prefix, entry.resource.uri)}}
     return out
   }
+  const isResourceContent = (c: unknown) =>
+    isRecord(c) && (c.type === 'resource_link' || c.type === 'resource')
   const out: Record<string, unknown> = {...result}
   if (Array.isArray(result.contents)) out.contents = result.contents.map(fix)
-  if (Array.isArray(result.content))
-    out.content = result.content.map((c) =>
-      isRecord(c) && (c.type === 'resource_link' || c.type === 'resource') ? fix(c) : c,
+  // prompts/get: each message holds one content item.
+  if (Array.isArray(result.messages))
+    out.messages = result.messages.map((m) =>
+      isRecord(m) && isResourceContent(m.content) ? {...m, content: fix(m.content)} : m,
     )
+  if (Array.isArray(result.content))
+    out.content = result.content.map((c) => (isResourceContent(c) ? fix(c) : c))
   return out
 }

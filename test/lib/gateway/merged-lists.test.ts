@@ -106,6 +106,21 @@ describe('gateway merged lists', () => {
     assert.deepEqual(pageOf('prompts', items, page.nextCursor, 1), {error: 'invalid cursor'})
   })
 
+  it('prefixes resource URIs in prompt messages', () => {
+    const got = prefixResultUris('bee', {
+      messages: [
+        {role: 'user', content: {type: 'text', text: 'file:///t'}},
+        {role: 'user', content: {type: 'resource', resource: {uri: 'file:///e', text: 'e'}}},
+      ],
+    })
+    assert.deepEqual(got, {
+      messages: [
+        {role: 'user', content: {type: 'text', text: 'file:///t'}},
+        {role: 'user', content: {type: 'resource', resource: {uri: 'bee+file:///e', text: 'e'}}},
+      ],
+    })
+  })
+
   it('prefixes resource URIs in read results and in links a tool returns', () => {
     const read = prefixResultUris('bee', {contents: [{uri: 'file:///x', text: 'x'}]})
     assert.deepEqual(read, {contents: [{uri: 'bee+file:///x', text: 'x'}]})
