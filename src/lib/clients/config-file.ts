@@ -1,15 +1,6 @@
 import {constants} from 'node:fs'
 import {randomBytes} from 'node:crypto'
-import {
-  copyFile,
-  mkdir,
-  open,
-  readFile,
-  readlink,
-  realpath,
-  stat,
-  unlink,
-} from 'node:fs/promises'
+import {copyFile, mkdir, open, readFile, readlink, realpath, stat, unlink} from 'node:fs/promises'
 import {basename, dirname, join, resolve} from 'node:path'
 import {ToolgateError} from '../errors.ts'
 import {atomicWriteFile} from '../fs/atomic-write.ts'
