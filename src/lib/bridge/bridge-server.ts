@@ -1,8 +1,10 @@
-import type {Server} from 'node:http'
+import type {IncomingMessage, Server, ServerResponse} from 'node:http'
 import {createServer} from '../http/node-http.ts'
 import type {Logger} from '../log/logger.ts'
 import {closeGracefully} from '../http/listen.ts'
-import {listenOnSocket, privateSocket} from '../http/private-socket.ts'
+import {listenOnSocket, privateSocket, type PrivateSocket} from '../http/private-socket.ts'
+import type {UpstreamDispatcher} from '../proxy/forward.ts'
+import {inProcessDispatcher} from './in-process-dispatcher.ts'
 import {SERVER_LIMITS} from '../proxy/server-limits.ts'
 import {SessionTable, type SessionLimits} from '../sessions/session-table.ts'
 import {BufferBudget, DEFAULT_BUFFER_BUDGET} from './buffer-budget.ts'
@@ -32,10 +34,18 @@ export interface BridgeOptions {
   sweepMs?: number
   /** The clock of session expiry (tests move it). */
   now?: () => number
+  /**
+   * No socket: the workload's front reaches the bridge in this process (in-process-dispatcher.ts).
+   * For the gateway (issue 37), whose "server" is in this process too.
+   */
+  inProcess?: boolean
 }
 
 export interface Bridge {
-  socketPath: string
+  /** The private socket the front forwards to; undefined in process. */
+  socketPath: string | undefined
+  /** In process: what the front forwards through. */
+  dispatcher: UpstreamDispatcher | undefined
   /** Sessions now (for tests and `list`). */
   readonly sessions: number
   close(): Promise<void>
@@ -62,7 +72,7 @@ export async function startBridge(options: BridgeOptions, lanes: LaneSource): Pr
   }, options.sweepMs ?? 5_000)
   sweep.unref()
 
-  const server: Server = createServer(SERVER_LIMITS, (req, res) => {
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://bridge')
     const down = lanes.unavailable()
     if (down) {
@@ -77,22 +87,30 @@ export async function startBridge(options: BridgeOptions, lanes: LaneSource): Pr
     else if (url.pathname === '/sse') legacy.open(req, res).catch(done)
     else if (url.pathname === '/messages') legacy.message(req, res, url).catch(done)
     else answerJson(res, 404, errorMessage(null, -32601, 'Not found'))
-  })
+  }
 
-  const socket = await privateSocket('bridge')
-  await listenOnSocket(server, socket.path)
+  let server: Server | undefined
+  let socket: PrivateSocket | undefined
+  if (!options.inProcess) {
+    server = createServer(SERVER_LIMITS, listener)
+    socket = await privateSocket('bridge')
+    await listenOnSocket(server, socket.path)
+  }
+  const dispatcher = options.inProcess ? inProcessDispatcher(listener) : undefined
 
   return {
-    socketPath: socket.path,
+    socketPath: socket?.path,
+    dispatcher,
     get sessions() {
       return ctx.table.size
     },
     async close() {
       clearInterval(sweep)
       for (const entry of [...ctx.table.values()]) entry.value.end('the workload stopped')
-      await closeGracefully(server, 500)
+      if (server) await closeGracefully(server, 500)
+      await dispatcher?.close()
       await lanes.close()
-      await socket.remove()
+      await socket?.remove()
     },
   }
 }

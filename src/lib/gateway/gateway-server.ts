@@ -120,11 +120,14 @@ export async function startGateway(
     for (const b of backends) b.health.close()
     await Promise.all(targets.map((t) => t.close()))
   })
-  const bridge = await startBridge({logger, maxBodyBytes: spec.maxBodyBytes}, lanes)
+  const bridge = await startBridge(
+    {logger, maxBodyBytes: spec.maxBodyBytes, inProcess: true},
+    lanes,
+  )
   logger.info('gateway ready', {backends: backends.map((b) => b.config.name).join(',')})
   return {
     targetUri: 'http://localhost',
-    targetSocketPath: bridge.socketPath,
+    targetDispatcher: bridge.dispatcher!,
     currentPid: () => undefined,
     processes: () => 0,
     sessions: () => bridge.sessions,

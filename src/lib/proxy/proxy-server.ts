@@ -1,3 +1,4 @@
+import type {UpstreamDispatcher} from './forward.ts'
 import type {IncomingMessage, Server, ServerOptions, ServerResponse} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import type {BearerAuthenticator} from '../auth/types.ts'
@@ -48,6 +49,8 @@ export interface ProxyConfig {
   targetUri: URL
   /** Reach the target through this unix socket / named pipe (`run`'s private bridge endpoint). */
   targetSocketPath?: string
+  /** Reach the target in this process (the gateway's bridge, in-process-dispatcher.ts). */
+  targetDispatcher?: UpstreamDispatcher
   /**
    * Listen on this unix socket / named pipe instead of host:port (`proxy stdio`'s private hop:
    * the pipeline adds the user's credentials, so no other local user may reach it).
@@ -117,6 +120,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
     config.targetUri,
     config.timeouts ?? DEFAULT_TIMEOUTS,
     config.targetSocketPath,
+    config.targetDispatcher,
   )
   const authOn = incomingAuthEnabled(config.oidc)
   // The token validator (jose) is loaded only when incoming authentication is on: a workload's
@@ -141,7 +145,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
   drop.add(PRINCIPAL_FIELD)
   // Sessions an upstream creates are tied to the principal that created them (issue 30). The
   // stdio bridge behind a private socket keeps its own sessions and is told the principal.
-  const bridged = config.targetSocketPath !== undefined
+  const bridged = config.targetSocketPath !== undefined || config.targetDispatcher !== undefined
   const guard = bridged ? undefined : new SessionGuard(log, config.sessionLimits)
   const exchangeHeader = config.tokenExchange?.config.headerName?.toLowerCase()
   if (exchangeHeader) drop.add(exchangeHeader)

@@ -36,6 +36,8 @@ export async function createUpstream(
    * `target` still gives the origin (Host) and the base path.
    */
   socketPath?: string,
+  /** A target in this process (the gateway's bridge): forwarded through this, no socket. */
+  inProcess?: UpstreamDispatcher,
 ): Promise<Upstream> {
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
     throw new ToolgateError(
@@ -43,9 +45,11 @@ export async function createUpstream(
       `--target-uri: scheme must be http or https, got ${target.protocol}`,
     )
   }
-  const dispatcher: UpstreamDispatcher = socketPath
-    ? (await import('./socket-dispatcher.ts')).socketDispatcher(socketPath, timeouts)
-    : await remoteDispatcher(timeouts)
+  const dispatcher: UpstreamDispatcher =
+    inProcess ??
+    (socketPath
+      ? (await import('./socket-dispatcher.ts')).socketDispatcher(socketPath, timeouts)
+      : await remoteDispatcher(timeouts))
   const {prefix} = targetPaths(target)
   return {
     target,

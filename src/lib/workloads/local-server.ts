@@ -1,6 +1,7 @@
 import {connect} from 'node:net'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {startBridge, type Bridge} from '../bridge/bridge-server.ts'
+import type {UpstreamDispatcher} from '../proxy/forward.ts'
 import {
   IsolatedLanes,
   type IsolatedProcessInfo,
@@ -55,6 +56,8 @@ export interface LocalServerHooks {
 export interface LocalServer {
   targetUri: string
   targetSocketPath?: string
+  /** A bridge in this process (the gateway): the front forwards through this, no socket. */
+  targetDispatcher?: UpstreamDispatcher
   /** The one server process (shared isolation, HTTP servers); undefined when isolated. */
   currentPid(): number | undefined
   /** Server processes running now (for /metrics). */
@@ -155,7 +158,7 @@ export async function startLocalServer(
   return bridge
     ? {
         targetUri: 'http://localhost',
-        targetSocketPath: bridge.socketPath,
+        targetSocketPath: bridge.socketPath!,
         currentPid,
         close,
         ...counts,
@@ -211,7 +214,7 @@ async function startIsolated(
   }
   return {
     targetUri: 'http://localhost',
-    targetSocketPath: bridge.socketPath,
+    targetSocketPath: bridge.socketPath!,
     currentPid: () => undefined,
     processes: () => lanes.processes().length,
     sessions: () => bridge.sessions,

@@ -246,6 +246,7 @@ export async function startWorkload(
         : deps.pipeline,
       {
         ...(local?.targetSocketPath ? {targetSocketPath: local.targetSocketPath} : {}),
+        ...(local?.targetDispatcher ? {targetDispatcher: local.targetDispatcher} : {}),
         portFlag: '--proxy-port',
         // A remote is forwarded to at its origin, paths unchanged: clients use the remote's own
         // path on the proxy (remoteClientUrl). Its full URL still drives remote-auth discovery.
