@@ -54,6 +54,9 @@ const BACKEND_HTTP_ERROR = -32603
 /** Notifications and answers to the backend: sent within this, or dropped. */
 const NOTIFY_TIMEOUT_MS = 10_000
 
+/** Why a request's exchange is ended once it is settled (answered, timed out, cancelled). */
+const SETTLED = Object.freeze(new Error('the request is settled'))
+
 /** Answers the link made itself (unreachable, timed out): a backend cannot forge one. */
 const LINK_MADE = new WeakSet<Message>()
 
@@ -322,7 +325,8 @@ export class BackendLink {
     if (!p) return undefined
     clearTimeout(p.timer)
     this.#pending.delete(id)
-    p.abort.abort()
+    // One shared reason: abort() would otherwise build an AbortError (with its stack) per request.
+    p.abort.abort(SETTLED)
     return p
   }
 

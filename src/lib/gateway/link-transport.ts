@@ -58,7 +58,9 @@ export class StreamableLinkTransport implements Transport {
    * or was cancelled): a stream the server holds open for it does not outlive it.
    */
   async post(message: JSONRPCMessage, signal?: AbortSignal): Promise<void> {
-    const own = signal ? AbortSignal.any([this.#abort.signal, signal]) : this.#abort.signal
+    // A request of the link's has its own signal, which the link aborts when it closes; the
+    // transport's covers the rest (the standalone stream).
+    const own = signal ?? this.#abort.signal
     const res = await request(this.#url, {
       dispatcher: this.#dispatcher,
       method: 'POST',
