@@ -12,9 +12,9 @@ import {BackendHealth} from './health.ts'
 
 /**
  * The upstream of `toolgate gateway` (issue 37): the stdio bridge's HTTP face (sessions, quotas,
- * streams, on a private socket only the workload's own front reaches) with a router in place of
- * a server process. The front — incoming auth, Cedar, audit, metrics — is the same pipeline as
- * every workload's.
+ * streams) with a router in place of a server process, reached by the workload's own front in this
+ * process (in-process-dispatcher.ts: no socket, nothing else can reach it). The front — incoming
+ * auth, Cedar, audit, metrics — is the same pipeline as every workload's.
  */
 
 export interface GatewaySpec {
