@@ -14,6 +14,9 @@ import type {ForwardRequest, UpstreamDispatcher, UpstreamHandler} from '../proxy
 
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void
 
+/** The front's bound on the answer head (DEFAULT_TIMEOUTS.headersMs in upstream.ts). */
+const HEADERS_TIMEOUT_MS = 300_000
+
 export function inProcessDispatcher(listener: RequestListener): UpstreamDispatcher {
   let closed = false
   const open = new Set<VirtualResponse>()
@@ -26,13 +29,16 @@ export function inProcessDispatcher(listener: RequestListener): UpstreamDispatch
         return true
       }
       const req = virtualRequest(opts)
-      const res = new VirtualResponse(handler, () => open.delete(res))
+      const res = new VirtualResponse(handler, req, () => open.delete(res))
       open.add(res)
-      handler.onConnect((err) => {
-        req.destroy()
-        res.abort(err)
-      })
-      if (!res.destroyed) listener(req, res as unknown as ServerResponse)
+      handler.onConnect((err) => res.abort(err))
+      if (res.destroyed) return true
+      try {
+        listener(req, res as unknown as ServerResponse)
+      } catch (err) {
+        // The bridge's listener answers its own errors; whatever escapes ends this exchange only.
+        res.abort(err as Error)
+      }
       return true
     },
     async close() {
@@ -63,15 +69,27 @@ class VirtualResponse extends Writable {
   headersSent = false
   readonly #headers = new Map<string, string | string[]>()
   readonly #handler: UpstreamHandler
+  readonly #req: Readable
   readonly #done: () => void
   #held: (() => void) | undefined
   #settled = false
+  /** No head this long after the request (a bridge stuck before answering): the front's bound. */
+  readonly #headTimer: NodeJS.Timeout
 
-  constructor(handler: UpstreamHandler, done: () => void) {
+  constructor(handler: UpstreamHandler, req: Readable, done: () => void) {
     super()
     this.#handler = handler
+    this.#req = req
     this.#done = done
+    this.#headTimer = setTimeout(
+      () =>
+        this.abort(
+          Object.assign(new Error('upstream headers timeout'), {code: 'UND_ERR_HEADERS_TIMEOUT'}),
+        ),
+      HEADERS_TIMEOUT_MS,
+    )
     this.once('close', () => {
+      clearTimeout(this.#headTimer)
       this.#done()
       // Closed before its end: what a socket would report as a reset.
       if (!this.#settled)
@@ -101,6 +119,7 @@ class VirtualResponse extends Writable {
   flushHeaders(): void {
     if (this.headersSent || this.#settled) return
     this.headersSent = true
+    clearTimeout(this.#headTimer)
     const raw: string[] = []
     for (const [name, value] of this.#headers)
       for (const v of Array.isArray(value) ? value : [value]) raw.push(name, v)
@@ -123,6 +142,9 @@ class VirtualResponse extends Writable {
     this.flushHeaders()
     if (!this.#settled) {
       this.#settled = true
+      // Answered without reading the whole body (404, 415…): the rest is read and dropped, or the
+      // client's connection would wait for a reader that never comes. The front bounds its size.
+      if (!this.#req.readableEnded) this.#req.resume()
       this.#handler.onComplete()
     }
     callback()
@@ -137,6 +159,9 @@ class VirtualResponse extends Writable {
   #fail(err: Error): void {
     if (this.#settled) return
     this.#settled = true
+    clearTimeout(this.#headTimer)
+    // A body still coming belongs to an exchange that is over (socket-dispatcher.ts does the same).
+    this.#req.destroy()
     this.#handler.onError(err)
   }
 }

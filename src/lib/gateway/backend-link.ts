@@ -163,6 +163,7 @@ export class BackendLink {
       this.state = 'up'
       this.upSince = Date.now()
       await this.notify('notifications/initialized')
+      if (stale()) throw new Error('superseded')
     } catch (err) {
       if (!stale()) {
         this.state = 'down'
@@ -191,13 +192,12 @@ export class BackendLink {
 
   async notify(method: string, params?: unknown): Promise<void> {
     const message = {jsonrpc: '2.0', method, ...(params !== undefined ? {params} : {})}
-    await this.#send(message, AbortSignal.timeout(NOTIFY_TIMEOUT_MS)).catch(() => undefined)
+    await this.#sendBounded(message).catch(() => undefined)
   }
 
   /** Answers a request the backend sent (its own id). */
   async answer(id: JsonRpcId, body: {result?: unknown; error?: unknown}): Promise<void> {
-    const message = {jsonrpc: '2.0', id, ...body}
-    await this.#send(message, AbortSignal.timeout(NOTIFY_TIMEOUT_MS)).catch(() => undefined)
+    await this.#sendBounded({jsonrpc: '2.0', id, ...body}).catch(() => undefined)
   }
 
   /** The answer a request gets when this backend cannot take it. */
@@ -275,6 +275,15 @@ export class BackendLink {
         this.#lost(err.message)
       })
     })
+  }
+
+  /** A notification or an answer: within NOTIFY_TIMEOUT_MS, and never past this connection. */
+  async #sendBounded(message: Message): Promise<void> {
+    const t = this.#transport
+    if (!t) throw new Error('not connected')
+    if (t instanceof StreamableLinkTransport)
+      await t.postBounded(message as JSONRPCMessage, NOTIFY_TIMEOUT_MS)
+    else await t.send(message as JSONRPCMessage)
   }
 
   async #send(message: Message, signal: AbortSignal): Promise<void> {

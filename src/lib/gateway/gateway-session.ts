@@ -1,3 +1,4 @@
+import {setTimeout as sleep} from 'node:timers/promises'
 import type {ClientSink} from '../bridge/multiplexer.ts'
 import {isRecord, type JsonRpcId} from '../mcp/json-rpc.ts'
 import {LATEST_PROTOCOL_VERSION, versionFor} from '../mcp/protocol-versions.ts'
@@ -86,6 +87,8 @@ export class GatewaySession {
   /** Each link's lists as the client sees them, while the backend promises list_changed. */
   readonly #lists = new Map<BackendLink, Map<ListKind, Item[]>>()
   readonly #fetching = new Map<string, Promise<Item[]>>()
+  /** How often each link was lost soon after it came up, in a row (its reconnect pause grows). */
+  readonly #flaps = new Map<BackendLink, number>()
   /** Bumped when a link's lists go stale: a fetch that started before is not cached. */
   readonly #listVersion = new Map<BackendLink, number>()
   #hello: ClientHello | undefined
@@ -267,7 +270,8 @@ export class GatewaySession {
       this.#stale(link)
       return true
     } catch (err) {
-      if (this.#closed) return false
+      // Closed, or a newer connect of this link took over: that one decides.
+      if (this.#closed || (err as Error).message === 'superseded') return false
       this.#deps.logger.warn('backend not connected', {
         backend: link.backend.name,
         error: (err as Error).message.slice(0, 300),
@@ -279,8 +283,10 @@ export class GatewaySession {
   }
 
   /** Waits for the backend to come back, reconnects and tells the client its lists changed. */
-  async #waitFor(link: BackendLink): Promise<void> {
-    if (!(await this.#health.get(link)!.whenUp(this.#ended.signal))) return
+  async #waitFor(link: BackendLink, pauseMs = 0): Promise<void> {
+    if (pauseMs > 0)
+      await sleep(pauseMs, undefined, {signal: this.#ended.signal}).catch(() => undefined)
+    if (this.#closed || !(await this.#health.get(link)!.whenUp(this.#ended.signal))) return
     if (this.#closed || link.up) return
     if (await this.#connect(link)) this.#listsChanged(link)
   }
@@ -298,8 +304,17 @@ export class GatewaySession {
     this.#listsChanged(link)
     // Once at once — the backend restarted and forgot us, or a connection broke — unless this link
     // came up only moments ago: then the probe decides when to try again (no reconnect storm).
-    if (Date.now() - link.upSince < FLAPPING_MS) void this.#waitFor(link)
-    else void this.#connect(link).then((ok) => ok && this.#listsChanged(link))
+    if (Date.now() - link.upSince >= FLAPPING_MS) {
+      this.#flaps.delete(link)
+      void this.#connect(link).then((ok) => ok && this.#listsChanged(link))
+      return
+    }
+    // Lost again soon after connecting: each time a longer pause (with jitter, so sessions woken
+    // by the same probe do not come back together), up to a minute.
+    const flaps = (this.#flaps.get(link) ?? 0) + 1
+    this.#flaps.set(link, flaps)
+    const pause = Math.min(1_000 * 2 ** (flaps - 1), 60_000)
+    void this.#waitFor(link, pause / 2 + Math.random() * (pause / 2))
   }
 
   #listsChanged(link: BackendLink): void {
@@ -342,10 +357,13 @@ export class GatewaySession {
     const cached = this.#lists.get(link)?.get(kind)
     if (cached) return Promise.resolve(cached)
     // Lists asked for at once (the client's, Cedar's annotation fetch) share one fetch.
-    const key = `${link.backend.name}\n${kind}`
+    // A fetch that began before the list went stale is not joined (its answer is the old list).
+    const key = `${link.backend.name}\n${kind}\n${this.#listVersion.get(link) ?? 0}`
     const running = this.#fetching.get(key)
     if (running) return running
-    const fetching = this.#fetchList(link, kind).finally(() => this.#fetching.delete(key))
+    const fetching = this.#fetchList(link, kind).finally(() => {
+      if (this.#fetching.get(key) === fetching) this.#fetching.delete(key)
+    })
     this.#fetching.set(key, fetching)
     return fetching
   }

@@ -93,6 +93,11 @@ export class StreamableLinkTransport implements Transport {
     this.#deliver(text)
   }
 
+  /** A message that is not a request (a notification, an answer): within `ms`, or while open. */
+  async postBounded(message: JSONRPCMessage, ms: number): Promise<void> {
+    await this.post(message, AbortSignal.any([this.#abort.signal, AbortSignal.timeout(ms)]))
+  }
+
   /** Ends the session on the server (DELETE), bounded; failures are ignored (it may be gone). */
   async terminateSession(): Promise<void> {
     if (!this.sessionId) return

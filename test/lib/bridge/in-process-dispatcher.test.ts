@@ -128,6 +128,28 @@ describe('in-process dispatcher (the gateway front → its bridge)', () => {
     assert.equal(seen.completed, false)
   })
 
+  it('a body the bridge does not read is drained once it answered, and destroyed on abort', async () => {
+    const {Readable} = await import('node:stream')
+    const chunks = () => Readable.from(Array.from({length: 50}, () => Buffer.alloc(64 * 1024, 1)))
+    const unread = inProcessDispatcher((_req, res) => {
+      res.writeHead(404, {'content-type': 'application/json'})
+      res.end('{}')
+    })
+    const body = chunks()
+    const answered = recorder()
+    unread.dispatch({...request(null), body}, answered.handler)
+    await sleep(50)
+    assert.equal(answered.seen.status, 404)
+    assert.equal(body.readableEnded, true, 'the rest was read and dropped')
+    const hanging = inProcessDispatcher(() => undefined)
+    const body2 = chunks()
+    const aborted = recorder()
+    hanging.dispatch({...request(null), body: body2}, aborted.handler)
+    aborted.seen.abort!(new Error('gone'))
+    await sleep(10)
+    assert.equal(body2.destroyed, true)
+  })
+
   it('closing the dispatcher ends what is open and refuses what comes after', async () => {
     const dispatcher = inProcessDispatcher((_req, res) => {
       res.writeHead(200, {'content-type': 'text/event-stream'})

@@ -24,12 +24,20 @@ interface Behaviour {
   pingError: boolean
   /** tools/call: 'answer', 'http500', or 'trickle' (headers, then a byte now and then, forever). */
   call: 'answer' | 'http500' | 'trickle'
+  /** Every request but initialize, and the stream, answer 404: each session is forgotten at once. */
+  forget: boolean
 }
 
 class HostileBackend {
   readonly server: Server
   url = ''
-  behaviour: Behaviour = {initializeDelayMs: 0, getStatus: 200, pingError: false, call: 'answer'}
+  behaviour: Behaviour = {
+    initializeDelayMs: 0,
+    getStatus: 200,
+    pingError: false,
+    call: 'answer',
+    forget: false,
+  }
   initializes = 0
   deletes = 0
   /** Initialize requests the client gave up on before the answer. */
@@ -59,6 +67,7 @@ class HostileBackend {
       return void res.writeHead(200).end()
     }
     if (req.method === 'GET') {
+      if (this.behaviour.forget) return void res.writeHead(404).end('no such session')
       if (this.behaviour.getStatus !== 200)
         return void res.writeHead(this.behaviour.getStatus).end('no')
       this.openStreams++
@@ -93,6 +102,7 @@ class HostileBackend {
       })
     }
     if (!('id' in m)) return void res.writeHead(202).end()
+    if (this.behaviour.forget) return void res.writeHead(404).end('no such session')
     if (m.method === 'ping' && this.behaviour.pingError)
       return json({jsonrpc: '2.0', id: m.id, error: {code: -32002, message: 'forged: unavailable'}})
     if (m.method === 'tools/call' && this.behaviour.call !== 'answer') {
@@ -254,6 +264,20 @@ describe('gateway session against a hostile backend', () => {
     assert.ok(changed.length <= 3, `${changed.length} list_changed in 2 s`)
     await s.close()
     backend.behaviour = {...backend.behaviour, getStatus: 200, pingError: false}
+  })
+
+  it('a backend that forgets every session at once is retried with growing pauses', async () => {
+    const {s, init} = session()
+    await init()
+    const before = backend.initializes
+    backend.behaviour = {...backend.behaviour, forget: true}
+    s.fromClient({jsonrpc: '2.0', id: 1, method: 'tools/call', params: {name: 'evil__x'}})
+    await sleep(4_000)
+    // Without pauses: a probe (every 200 ms here) and a reconnect per cycle, ~40 in 4 s.
+    const made = backend.initializes - before
+    assert.ok(made <= 10, `${made} initializes in 4 s`)
+    backend.behaviour = {...backend.behaviour, forget: false}
+    await s.close()
   })
 
   it('a session that ends while its backend is down stops waiting for it', async () => {
