@@ -70,19 +70,22 @@ export function defaultRegistryDbPath(dataDir: string, configFile?: string): str
 /** Reads and validates a config file (YAML or JSON, by extension or content). */
 export function loadServeConfig(file: string, options: ServeConfigOptions): ServeConfig {
   const abs = resolve(file)
-  let text: string
+  const doc = parseConfigText(readConfigText(abs, 'config file'), abs)
+  return validateServeConfig(doc ?? {}, {...options, baseDir: options.baseDir ?? dirname(abs)}, abs)
+}
+
+/** A config file's text; a missing or unreadable file is an error naming it (`<label> <path>: …`). */
+export function readConfigText(abs: string, label: string): string {
   try {
-    text = readFileSync(abs, 'utf8')
+    return readFileSync(abs, 'utf8')
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     throw new ToolgateError(
       code === 'ENOENT' ? 'ERR_CONFIG_NOT_FOUND' : 'ERR_FILE_UNREADABLE',
-      `config file ${abs}: ${code === 'ENOENT' ? 'not found' : 'cannot be read'}`,
+      `${label} ${abs}: ${code === 'ENOENT' ? 'not found' : 'cannot be read'}`,
       {cause: err},
     )
   }
-  const doc = parseConfigText(text, abs)
-  return validateServeConfig(doc ?? {}, {...options, baseDir: options.baseDir ?? dirname(abs)}, abs)
 }
 
 export function parseConfigText(text: string, file: string): unknown {

@@ -1,7 +1,6 @@
-import {readFileSync} from 'node:fs'
 import {dirname, isAbsolute, resolve} from 'node:path'
 import {Checker, type Obj} from '../config/checker.ts'
-import {parseConfigText} from '../config/serve-config.ts'
+import {parseConfigText, readConfigText} from '../config/serve-config.ts'
 import {ToolgateError} from '../errors.ts'
 import {validateWorkloadName} from '../workloads/state.ts'
 import {compileToolShaping, type ToolShaping} from './shaping.ts'
@@ -128,17 +127,7 @@ export function loadGatewayConfig(flags: string[], configFile: string | undefine
   let where = 'gateway configuration'
   if (configFile !== undefined) {
     const abs = resolve(configFile)
-    let text: string
-    try {
-      text = readFileSync(abs, 'utf8')
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code
-      throw new ToolgateError(
-        code === 'ENOENT' ? 'ERR_CONFIG_NOT_FOUND' : 'ERR_FILE_UNREADABLE',
-        `gateway config ${abs}: ${code === 'ENOENT' ? 'not found' : 'cannot be read'}`,
-      )
-    }
-    doc = parseConfigText(text, abs) ?? {}
+    doc = parseConfigText(readConfigText(abs, 'gateway config'), abs) ?? {}
     baseDir = dirname(abs)
     where = `gateway config ${abs}`
   }
