@@ -10,7 +10,7 @@ import {execFile} from 'node:child_process'
 import {existsSync} from 'node:fs'
 import {chmod, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
-import {dirname, join, resolve} from 'node:path'
+import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {after, before, describe, it} from 'node:test'
 import type {Client} from '@modelcontextprotocol/sdk/client/index.js'
@@ -18,6 +18,7 @@ import {
   CreateMessageRequestSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js'
+import {clientEnv, CLIENT_BIN} from '../helpers/client-env.ts'
 import {needs} from '../helpers/component.ts'
 import {freePort, startMcpUpstream, type McpUpstream} from '../helpers/mcp-upstream.ts'
 import {startOidcProvider, type OidcProviderFixture} from '../helpers/oidc-provider.ts'
@@ -408,24 +409,14 @@ async function waitUntil(check: () => boolean | Promise<boolean>, what: string, 
   assert.fail(`timed out waiting for ${what}`)
 }
 
-const BIN = resolve('node_modules/.bin')
+const BIN = CLIENT_BIN
 const claudeMissing = existsSync(join(BIN, 'claude')) ? false : 'claude is not installed (npm ci)'
 
 describe('toolgate gateway: one client entry for every backend', () => {
   let home: string
   let web: McpUpstream
   let url: string
-  const env = () => ({
-    PATH: `${BIN}:${dirname(process.execPath)}:/usr/bin:/bin`,
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, 'config'),
-    XDG_DATA_HOME: join(home, 'data'),
-    XDG_STATE_HOME: join(home, 'state'),
-    CI: 'true',
-    NO_COLOR: '1',
-    DISABLE_AUTOUPDATER: '1',
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-  })
+  const env = () => clientEnv(home)
   async function toolgate(argv: string[]): Promise<string> {
     const run = runCli(argv, home, env())
     assert.equal(await run.exited, 0, `toolgate ${argv.join(' ')}: ${run.stderr()}`)

@@ -11,14 +11,14 @@ import {execFile} from 'node:child_process'
 import {existsSync, mkdirSync, writeFileSync} from 'node:fs'
 import {mkdtemp, rm} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
-import {dirname, join, resolve} from 'node:path'
+import {join} from 'node:path'
 import {after, before, describe, it} from 'node:test'
 import {needs} from '../helpers/component.ts'
+import {clientEnv, CLIENT_BIN} from '../helpers/client-env.ts'
 import {runCli} from '../helpers/proxy-run.ts'
 import {EVERYTHING} from '../helpers/workload.ts'
 
-const BIN = resolve('node_modules/.bin')
-const PATH = `${BIN}:${dirname(process.execPath)}:/usr/bin:/bin`
+const BIN = CLIENT_BIN
 const CLIENTS = ['claude', 'gemini', 'codex']
 const missing = CLIENTS.filter((c) => !existsSync(join(BIN, c)))
 const skip = needs(
@@ -28,19 +28,7 @@ const skip = needs(
 
 describe('real MCP clients connect through the entries toolgate wrote', {skip}, () => {
   let home: string
-  const env = () => ({
-    PATH,
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, 'config'),
-    XDG_DATA_HOME: join(home, 'data'),
-    XDG_STATE_HOME: join(home, 'state'),
-    CI: 'true',
-    NO_COLOR: '1',
-    // The clients must not try to update themselves or report home from a test.
-    DISABLE_AUTOUPDATER: '1',
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    GEMINI_CLI_NO_RELAUNCH: 'true',
-  })
+  const env = () => clientEnv(home)
   async function toolgate(argv: string[]) {
     const run = runCli(argv, home, env())
     const code = await run.exited
