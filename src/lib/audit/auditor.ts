@@ -3,7 +3,7 @@ import type {Principal} from '../auth/types.ts'
 import type {WriteFacts} from '../registry-publish/publisher.ts'
 import {ToolgateError} from '../errors.ts'
 import type {Logger} from '../log/logger.ts'
-import {AuditFile} from './file-sink.ts'
+import {AuditFile, FLUSH_MS} from './file-sink.ts'
 import {parseSyslogTarget, SyslogSink} from './syslog-sink.ts'
 import type {OtlpLogSink} from './otlp-sink.ts'
 import {mcpEventsOf, redactionPattern} from './mcp-events.ts'
@@ -69,17 +69,38 @@ export interface Outcome {
   decision?: {decision: 'allow' | 'deny'; policies?: string[]; reason?: string} | undefined
 }
 
+/** A request still to be turned into records, or a record ready to be written. */
+type Queued =
+  | {facts: RequestFacts & {parsed?: unknown}; outcome: Outcome; at: number; record?: undefined}
+  | {record: Record<string, unknown>}
+
+/** Past this many queued, or bodies this large, the queue is drained at once (memory bounds). */
+const MAX_QUEUED = 512
+const MAX_QUEUED_BYTES = 4 * 1024 * 1024
+
+/** A record's first fields: when (`at`, epoch milliseconds), and what happened. */
+function record(event: string, at: number): Record<string, unknown> {
+  return {time: new Date(at).toISOString(), event}
+}
+
 export class Auditor implements RequestObserver {
   private readonly file: AuditFile | undefined
   private readonly options: AuditOptions
   private readonly logger: Logger
-  private readonly redact: RegExp
+  private readonly args: {include: boolean; redact: RegExp}
+  private queue: Queued[] = []
+  /** The request bodies the queue holds on to (their messages are read when it is drained). */
+  private queuedBytes = 0
+  private timer: NodeJS.Timeout | undefined
   dropped = 0
 
   constructor(options: AuditOptions, logger: Logger) {
     this.options = options
     this.logger = logger
-    this.redact = redactionPattern(options.redactKeys)
+    this.args = {
+      include: options.includeArgs === true,
+      redact: redactionPattern(options.redactKeys),
+    }
     const syslog = parseSyslogTarget(options.log)
     if (syslog) {
       this.syslog = new SyslogSink(syslog, `toolgate-${options.workload}`)
@@ -97,26 +118,33 @@ export class Auditor implements RequestObserver {
   private readonly syslog: SyslogSink | undefined
   private readonly otlp: OtlpLogSink | undefined
 
-  /** The records of one answered request: one per message it carried. */
-  request(facts: RequestFacts, outcome: Outcome): void {
-    const events = mcpEventsOf(facts.httpMethod, facts.body, {
-      include: this.options.includeArgs === true,
-      redact: this.redact,
-    })
-    for (const e of events) {
-      this.write({
-        event: outcome.outcome === 'denied' ? 'authz_denied' : e.event,
-        ...(outcome.outcome === 'denied' ? {mcpEvent: e.event} : {}),
-        outcome: outcome.outcome,
-        ...this.who(facts.principal),
-        method: e.method,
-        ...(e.name !== undefined ? {name: e.name} : {}),
-        ...(e.args !== undefined ? {args: e.args} : {}),
-        ...(outcome.decision ? {decision: outcome.decision} : {}),
-        status: outcome.status,
-        durationMs: outcome.durationMs,
-        ...this.ids(facts, e.id),
-      })
+  /**
+   * The records of one answered request: one per message it carried. Only noted now (its time
+   * taken); they are built, sealed and written with the others of the next FLUSH_MS in one go,
+   * which costs a proxied request a third of what building each record on its own path did (the
+   * code and data stay warm across the batch: bench/audit.bench.ts).
+   */
+  request(facts: RequestFacts & {parsed?: unknown}, outcome: Outcome): void {
+    this.queuedBytes += facts.body?.length ?? 0
+    this.note({facts, outcome, at: Date.now()})
+  }
+
+  /** Builds a noted request's records (`drain`): one per message, field by field. */
+  private build(facts: RequestFacts & {parsed?: unknown}, outcome: Outcome, at: number): void {
+    const denied = outcome.outcome === 'denied'
+    const principal = this.who(facts.principal)
+    for (const e of mcpEventsOf(facts.httpMethod, facts.body, this.args, facts)) {
+      const r = record(denied ? 'authz_denied' : e.event, at)
+      if (denied) r.mcpEvent = e.event
+      r.outcome = outcome.outcome
+      r.principal = principal
+      r.method = e.method
+      if (e.name !== undefined) r.name = e.name
+      if (e.args !== undefined) r.args = e.args
+      if (outcome.decision) r.decision = outcome.decision
+      r.status = outcome.status
+      r.durationMs = outcome.durationMs
+      this.write(this.ids(r, facts, e.id))
     }
   }
 
@@ -131,10 +159,13 @@ export class Auditor implements RequestObserver {
     write?: WriteFacts
   }): void {
     const w = r.write
-    this.write({
-      event: r.route === 'unauthorized' ? 'auth_failure' : w ? 'registry_publish' : 'registry_read',
+    const fields = {
+      ...record(
+        r.route === 'unauthorized' ? 'auth_failure' : w ? 'registry_publish' : 'registry_read',
+        Date.now(),
+      ),
       outcome: r.status < 400 ? 'success' : 'failure',
-      ...this.who(r.principal),
+      principal: this.who(r.principal),
       route: r.route,
       path: r.path.slice(0, 500),
       ...(w
@@ -151,59 +182,82 @@ export class Auditor implements RequestObserver {
       durationMs: r.durationMs,
       workload: this.options.workload,
       requestId: randomUUID(),
-    })
+    }
+    this.note({record: fields})
   }
 
   /** A request refused before anything was forwarded (authentication, Origin, limits). */
   refused(facts: RequestFacts, status: number, reason: string, durationMs: number): void {
-    this.write({
-      event: status === 401 ? 'auth_failure' : 'request_refused',
-      outcome: 'failure',
-      principal: null,
-      reason,
-      status,
-      durationMs,
-      ...this.ids(facts, undefined),
-    })
+    const r = record(status === 401 ? 'auth_failure' : 'request_refused', Date.now())
+    r.outcome = 'failure'
+    r.principal = null
+    r.reason = reason
+    r.status = status
+    r.durationMs = durationMs
+    this.note({record: this.ids(r, facts, undefined)})
+  }
+
+  /**
+   * Queues a record, or a request whose records are still to be built, in the order they
+   * happened (the chain's order). A bounded queue: past MAX_QUEUED it is drained at once.
+   */
+  private note(item: Queued): void {
+    this.queue.push(item)
+    if (this.queue.length >= MAX_QUEUED || this.queuedBytes >= MAX_QUEUED_BYTES) this.drain()
+    else this.timer ??= setTimeout(() => this.drain(), FLUSH_MS)
+  }
+
+  /** Builds and hands to the sink everything queued, then writes the file's batch. */
+  private drain(): void {
+    clearTimeout(this.timer)
+    this.timer = undefined
+    const queue = this.queue
+    this.queue = []
+    this.queuedBytes = 0
+    for (const item of queue) {
+      try {
+        if (item.record) this.write(item.record)
+        else this.build(item.facts, item.outcome, item.at)
+      } catch (err) {
+        this.failed(err as Error)
+      }
+    }
+    this.file?.flush()
   }
 
   /** Flushes and closes the sink; OTLP exports what is waiting first. */
   async close(): Promise<void> {
+    this.drain()
     this.file?.close()
     this.syslog?.close()
     await this.otlp?.close().catch(() => undefined)
   }
 
-  private who(p: Principal | undefined) {
-    if (!p) return {principal: null}
+  private who(p: Principal | undefined): Record<string, unknown> | null {
+    if (!p) return null
     const c = p.claims
     const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
-    const groups = Array.isArray(c.groups)
-      ? c.groups.filter((g) => typeof g === 'string')
-      : undefined
-    return {
-      principal: {
-        issuer: str(c.iss) ?? p.provider,
-        subject: p.subject,
-        ...((str(c.client_id) ?? str(c.azp)) ? {clientId: str(c.client_id) ?? str(c.azp)} : {}),
-        ...(groups?.length ? {groups} : {}),
-      },
-    }
+    const who: Record<string, unknown> = {issuer: str(c.iss) ?? p.provider, subject: p.subject}
+    const clientId = str(c.client_id) ?? str(c.azp)
+    if (clientId) who.clientId = clientId
+    const groups = Array.isArray(c.groups) ? c.groups.filter((g) => typeof g === 'string') : []
+    if (groups.length) who.groups = groups
+    return who
   }
 
-  private ids(facts: RequestFacts, id: string | number | undefined) {
-    return {
-      workload: this.options.workload,
-      target: this.options.target,
-      requestId: facts.requestId,
-      ...(id !== undefined ? {jsonrpcId: id} : {}),
-      ...(facts.sessionId ? {sessionId: facts.sessionId.slice(0, 200)} : {}),
-      ...(facts.traceId ? {traceId: facts.traceId} : {}),
-    }
+  /** Adds where the request went and the ids that tie its records together. */
+  private ids(r: Record<string, unknown>, facts: RequestFacts, id: string | number | undefined) {
+    r.workload = this.options.workload
+    r.target = this.options.target
+    r.requestId = facts.requestId
+    if (id !== undefined) r.jsonrpcId = id
+    if (facts.sessionId) r.sessionId = facts.sessionId.slice(0, 200)
+    if (facts.traceId) r.traceId = facts.traceId
+    return r
   }
 
-  private write(fields: Record<string, unknown>): void {
-    const record = {time: new Date().toISOString(), ...fields}
+  /** Hands a fresh record to the sink, which may take it over (the file sink seals it in place). */
+  private write(record: Record<string, unknown>): void {
     try {
       if (this.file) this.file.write(record)
       else if (this.syslog) this.syslog.write(record)

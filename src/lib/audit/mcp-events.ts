@@ -26,33 +26,34 @@ export interface McpEvent {
 
 const MAX_MESSAGES = 100
 
+/**
+ * The events of one request. `memo` is the request's own record (its AuditFacts): the audit trail
+ * and the metrics both read the body, and it is parsed once, for both, and kept only as long as
+ * the request is.
+ */
 export function mcpEventsOf(
   httpMethod: string,
   body: Buffer | undefined,
   args: {include: boolean; redact: RegExp},
+  memo: {parsed?: unknown} = {},
 ): McpEvent[] {
   if (httpMethod === 'GET') return [{event: 'mcp_stream', method: 'GET'}]
   if (httpMethod === 'DELETE') return [{event: 'mcp_session_end', method: 'DELETE'}]
-  const value = parsedBody(body)
+  const value = (memo.parsed ??= parsedBody(body))
   if (value === UNPARSABLE) return [{event: 'mcp_request', method: 'unparsable'}]
-  const messages = (Array.isArray(value) ? value : [value]).slice(0, MAX_MESSAGES)
-  return messages.map((m) => eventOf(m, args))
+  if (!Array.isArray(value)) return [eventOf(value, args)]
+  return value.slice(0, MAX_MESSAGES).map((m) => eventOf(m, args))
 }
 
 const UNPARSABLE = Symbol('unparsable')
-// The audit trail and the metrics both read a request's body: it is parsed once, for both.
-const parsed = new WeakMap<Buffer, unknown>()
 
+// Never undefined: JSON.parse gives a value or throws.
 function parsedBody(body: Buffer | undefined): unknown {
-  if (body && parsed.has(body)) return parsed.get(body)
-  let value: unknown
   try {
-    value = JSON.parse(body?.toString('utf8') ?? '')
+    return JSON.parse(body?.toString('utf8') ?? '') as unknown
   } catch {
-    value = UNPARSABLE
+    return UNPARSABLE
   }
-  if (body) parsed.set(body, value)
-  return value
 }
 
 function eventOf(message: unknown, args: {include: boolean; redact: RegExp}): McpEvent {

@@ -11,12 +11,18 @@ export const GENESIS = '0'.repeat(64)
 
 const SEALED = /,"hash":"([0-9a-f]{64})"\}$/
 
+/**
+ * Seals `fields`, which it takes over: `seq` and `prev` are added to it (the callers build a fresh
+ * record each time, so no copy is made on this hot path).
+ */
 export function sealRecord(
   fields: Record<string, unknown>,
   seq: number,
   prev: string,
 ): {line: string; hash: string} {
-  const body = JSON.stringify({...fields, seq, prev})
+  fields.seq = seq
+  fields.prev = prev
+  const body = JSON.stringify(fields)
   // One-shot: 1.0 µs a record against 2.3 µs for a Hash object (Node 24, this machine).
   const hash = digest('sha256', body, 'hex')
   return {line: `${body.slice(0, -1)},"hash":"${hash}"}`, hash}

@@ -4,7 +4,12 @@ import type {Outcome, RequestFacts} from './auditor.ts'
 import type {DecisionFacts} from '../proxy/types.ts'
 
 /** What the audit trail needs of one request, filled in as the pipeline learns it. */
-export type AuditFacts = RequestFacts & {started: number; decision?: DecisionFacts | undefined}
+export type AuditFacts = RequestFacts & {
+  started: number
+  decision?: DecisionFacts | undefined
+  /** The body as JSON, once someone asked (mcp-events.ts): the observers share one parse. */
+  parsed?: unknown
+}
 
 // W3C trace context: version 00, a 32-hex trace id (not all zeros), a 16-hex parent id, flags.
 const TRACEPARENT = /^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/
@@ -20,6 +25,8 @@ export function auditFacts(req: IncomingMessage): AuditFacts {
     requestId: randomUUID(),
     traceId: trace && !/^0+$/.test(trace) ? trace : undefined,
     started: performance.now(),
+    decision: undefined,
+    parsed: undefined,
   }
 }
 

@@ -10,6 +10,7 @@ import {Counter, Gauge, Histogram, MetricsRegistry} from './prometheus.ts'
  * so a hostile client cannot grow the series without end.
  */
 const MAX_TOOLS = 200
+const NO_ARGS = {include: false, redact: /$^/}
 const KNOWN_METHODS = new Set([
   'initialize',
   'ping',
@@ -107,7 +108,7 @@ export class ProxyMetrics implements RequestObserver {
   request(facts: AuditFacts, outcome: Outcome): void {
     const decision = outcome.decision?.decision ?? 'none'
     const code = String(outcome.status)
-    for (const e of mcpEventsOf(facts.httpMethod, facts.body, {include: false, redact: /$^/})) {
+    for (const e of mcpEventsOf(facts.httpMethod, facts.body, NO_ARGS, facts)) {
       const method = KNOWN_METHODS.has(e.method)
         ? e.method
         : e.method.startsWith('notifications/')
