@@ -58,7 +58,8 @@ export interface RequestFacts {
   body: Buffer | undefined
   principal: Principal | undefined
   sessionId: string | undefined
-  requestId: string
+  /** Ties the records of one request together; made by the auditor when not given. */
+  requestId: string | undefined
   traceId?: string | undefined
 }
 
@@ -80,7 +81,24 @@ const MAX_QUEUED_BYTES = 4 * 1024 * 1024
 
 /** A record's first fields: when (`at`, epoch milliseconds), and what happened. */
 function record(event: string, at: number): Record<string, unknown> {
-  return {time: new Date(at).toISOString(), event}
+  return {time: isoTime(at), event}
+}
+
+let isoSecond = NaN
+let isoPrefix = ''
+
+/**
+ * `new Date(ms).toISOString()`, with the part up to the second made once a second: a batch of
+ * records shares it, and formatting a date was a tenth of what a record cost to build.
+ */
+export function isoTime(ms: number): string {
+  const second = Math.floor(ms / 1000)
+  if (second !== isoSecond) {
+    isoSecond = second
+    isoPrefix = new Date(second * 1000).toISOString().slice(0, -4) // up to the '.'
+  }
+  const milli = ms - second * 1000
+  return `${isoPrefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`
 }
 
 export class Auditor implements RequestObserver {
@@ -249,7 +267,7 @@ export class Auditor implements RequestObserver {
   private ids(r: Record<string, unknown>, facts: RequestFacts, id: string | number | undefined) {
     r.workload = this.options.workload
     r.target = this.options.target
-    r.requestId = facts.requestId
+    r.requestId = facts.requestId ??= randomUUID()
     if (id !== undefined) r.jsonrpcId = id
     if (facts.sessionId) r.sessionId = facts.sessionId.slice(0, 200)
     if (facts.traceId) r.traceId = facts.traceId

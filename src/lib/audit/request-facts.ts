@@ -1,4 +1,3 @@
-import {randomUUID} from 'node:crypto'
 import type {IncomingMessage} from 'node:http'
 import type {Outcome, RequestFacts} from './auditor.ts'
 import type {DecisionFacts} from '../proxy/types.ts'
@@ -22,7 +21,8 @@ export function auditFacts(req: IncomingMessage): AuditFacts {
     body: undefined,
     principal: undefined,
     sessionId: typeof session === 'string' ? session : undefined,
-    requestId: randomUUID(),
+    // Made when its first record is built (the auditor): the request path does not pay for it.
+    requestId: undefined,
     traceId: trace && !/^0+$/.test(trace) ? trace : undefined,
     started: performance.now(),
     decision: undefined,

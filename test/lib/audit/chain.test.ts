@@ -9,6 +9,7 @@ import {existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} 
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, it} from 'node:test'
+import {isoTime} from '../../../src/lib/audit/auditor.ts'
 import {AuditFile} from '../../../src/lib/audit/file-sink.ts'
 import {redact, redactionPattern} from '../../../src/lib/audit/mcp-events.ts'
 import {chainFiles, verifyAuditChain} from '../../../src/lib/audit/verify.ts'
@@ -123,5 +124,13 @@ describe('argument redaction', () => {
         sessionId: '[redacted]',
       },
     )
+  })
+})
+
+describe('record times', () => {
+  it('are what Date#toISOString gives, to the millisecond, across seconds, years and the epoch', () => {
+    const samples = [0, 1, 999, 1000, 1001, Date.now(), 253402300799999, 253402300800000, -1]
+    for (let i = 0; i < 2000; i++) samples.push(Math.floor(Math.random() * 4e12))
+    for (const ms of samples) assert.equal(isoTime(ms), new Date(ms).toISOString(), String(ms))
   })
 })
