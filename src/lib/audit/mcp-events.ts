@@ -19,8 +19,8 @@ export type McpEventName =
 export interface McpEvent {
   event: McpEventName
   method: string
-  id?: string | number
-  name?: string
+  id?: string | number | undefined
+  name?: string | undefined
   args?: unknown
 }
 
@@ -56,40 +56,44 @@ function parsedBody(body: Buffer | undefined): unknown {
   }
 }
 
+// Built without spreads or optional keys (absent ones are undefined): the auditor runs this for
+// every proxied message.
 function eventOf(message: unknown, args: {include: boolean; redact: RegExp}): McpEvent {
   const m = (message && typeof message === 'object' ? message : {}) as Record<string, unknown>
-  const id = typeof m.id === 'string' || typeof m.id === 'number' ? {id: m.id} : {}
-  if (typeof m.method !== 'string') return {event: 'mcp_response', method: 'response', ...id}
+  const id = typeof m.id === 'string' || typeof m.id === 'number' ? m.id : undefined
+  if (typeof m.method !== 'string') return event('mcp_response', 'response', id)
   const method = m.method.slice(0, 200)
   const params = (m.params && typeof m.params === 'object' ? m.params : {}) as Record<
     string,
     unknown
   >
-  const text = (v: unknown) => (typeof v === 'string' ? {name: v.slice(0, 500)} : {})
   const withArgs = (v: unknown) =>
-    args.include && v !== undefined ? {args: redact(v, args.redact)} : {}
-  if (method === 'initialize') return {event: 'mcp_initialize', method, ...id}
+    args.include && v !== undefined ? redact(v, args.redact) : undefined
+  if (method === 'initialize') return event('mcp_initialize', method, id)
   if (method === 'tools/call')
-    return {
-      event: 'mcp_tool_call',
-      method,
-      ...id,
-      ...text(params.name),
-      ...withArgs(params.arguments),
-    }
-  if (method === 'resources/read')
-    return {event: 'mcp_resource_read', method, ...id, ...text(params.uri)}
+    return event('mcp_tool_call', method, id, params.name, withArgs(params.arguments))
+  if (method === 'resources/read') return event('mcp_resource_read', method, id, params.uri)
   if (method === 'prompts/get')
-    return {
-      event: 'mcp_prompt_get',
-      method,
-      ...id,
-      ...text(params.name),
-      ...withArgs(params.arguments),
-    }
-  if (method.endsWith('/list')) return {event: 'mcp_list', method, ...id}
-  if (method.startsWith('notifications/')) return {event: 'mcp_notification', method}
-  return {event: 'mcp_request', method, ...id}
+    return event('mcp_prompt_get', method, id, params.name, withArgs(params.arguments))
+  if (method.endsWith('/list')) return event('mcp_list', method, id)
+  if (method.startsWith('notifications/')) return event('mcp_notification', method, undefined)
+  return event('mcp_request', method, id)
+}
+
+function event(
+  name: McpEventName,
+  method: string,
+  id: string | number | undefined,
+  target?: unknown,
+  args?: unknown,
+): McpEvent {
+  return {
+    event: name,
+    method,
+    id,
+    name: typeof target === 'string' ? target.slice(0, 500) : undefined,
+    args,
+  }
 }
 
 /** Keys whose values are taken for secrets: a name in `extra` or one that looks like one. */
