@@ -43,7 +43,40 @@ export async function load(
     ...(opts.rate === undefined ? {} : {overallRate: opts.rate}),
   }
   await autocannon({url, connections, duration: 1, headers, ...request})
-  const r = await autocannon({url, connections, duration: opts.seconds ?? 4, headers, ...request})
+  return measured(url, {connections, seconds: opts.seconds ?? 4, headers, request})
+}
+
+/**
+ * One run of MCP POSTs (`body`) on `connections` connections, at `rate` requests per second in all
+ * (or as fast as they come back), with no warm-up of its own: for benchmarks that warm up several
+ * servers at once and then measure them side by side.
+ */
+export function mcpPosts(
+  url: string,
+  opts: {connections: number; seconds: number; body: string; rate?: number | undefined},
+): Promise<LoadResult> {
+  const headers = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  }
+  const rate = opts.rate === undefined ? {} : {overallRate: opts.rate}
+  const request = {method: 'POST', body: opts.body, ...rate}
+  return measured(url, {connections: opts.connections, seconds: opts.seconds, headers, request})
+}
+
+async function measured(
+  url: string,
+  opts: {
+    connections: number
+    seconds: number
+    headers: Record<string, string>
+    request: Record<string, unknown>
+  },
+): Promise<LoadResult> {
+  if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)[:/]/.test(url))
+    throw new Error(`loopback only: ${url}`)
+  const {connections, headers} = opts
+  const r = await autocannon({url, connections, duration: opts.seconds, headers, ...opts.request})
   return {
     rps: r.requests.average,
     p50: r.latency.p50,

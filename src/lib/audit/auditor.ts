@@ -6,7 +6,7 @@ import type {Logger} from '../log/logger.ts'
 import {AuditFile, FLUSH_MS} from './file-sink.ts'
 import {parseSyslogTarget, SyslogSink} from './syslog-sink.ts'
 import type {OtlpLogSink} from './otlp-sink.ts'
-import {mcpEventsOf, redactionPattern} from './mcp-events.ts'
+import {mcpEventsOf, redactionPattern, type EventMemo} from './mcp-events.ts'
 import type {RequestObserver} from './request-facts.ts'
 
 /**
@@ -72,7 +72,7 @@ export interface Outcome {
 
 /** A request still to be turned into records, or a record ready to be written. */
 type Queued =
-  | {facts: RequestFacts & {parsed?: unknown}; outcome: Outcome; at: number; record?: undefined}
+  | {facts: RequestFacts & EventMemo; outcome: Outcome; at: number; record?: undefined}
   | {record: Record<string, unknown>}
 
 /** Past this many queued, or bodies this large, the queue is drained at once (memory bounds). */
@@ -142,7 +142,7 @@ export class Auditor implements RequestObserver {
    * which costs a proxied request a third of what building each record on its own path did (the
    * code and data stay warm across the batch: bench/audit.bench.ts).
    */
-  request(facts: RequestFacts & {parsed?: unknown}, outcome: Outcome): void {
+  request(facts: RequestFacts & EventMemo, outcome: Outcome): void {
     this.queuedBytes += facts.body?.length ?? 0
     this.note({facts, outcome, at: Date.now()})
   }
@@ -152,7 +152,7 @@ export class Auditor implements RequestObserver {
    * every field in place (absent ones undefined, which JSON leaves out): one shape for all, which
    * JSON.stringify serialises a third faster than a record grown field by field.
    */
-  private build(facts: RequestFacts & {parsed?: unknown}, outcome: Outcome, at: number): void {
+  private build(facts: RequestFacts & EventMemo, outcome: Outcome, at: number): void {
     const denied = outcome.outcome === 'denied'
     const principal = this.who(facts.principal)
     const time = isoTime(at)

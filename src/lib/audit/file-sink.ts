@@ -75,15 +75,17 @@ export class AuditFile {
     clearTimeout(this.timer)
     this.timer = undefined
     if (this.pending === '') return
-    const bytes = Buffer.from(this.pending)
+    const text = this.pending
     this.pending = ''
+    let written: number
     try {
-      writeSync(this.fd, bytes)
+      // The text as it is: node encodes it on the way out, without a Buffer made for it here.
+      written = writeSync(this.fd, text)
     } catch (err) {
       this.onError?.(err as Error)
       return
     }
-    this.size += bytes.length
+    this.size += written
     if (this.size >= this.maxBytes) this.rotate()
   }
 

@@ -26,16 +26,32 @@ export interface McpEvent {
 
 const MAX_MESSAGES = 100
 
+/** What one request's observers share of its body (kept on its AuditFacts). */
+export interface EventMemo {
+  parsed?: unknown
+  events?: McpEvent[] | undefined
+}
+
 /**
  * The events of one request. `memo` is the request's own record (its AuditFacts): the audit trail
- * and the metrics both read the body, and it is parsed once, for both, and kept only as long as
- * the request is.
+ * and the metrics both read the body; it is parsed once, and its events without arguments made
+ * once, for both, and kept only as long as the request is. Events with arguments are made anew.
  */
 export function mcpEventsOf(
   httpMethod: string,
   body: Buffer | undefined,
   args: {include: boolean; redact: RegExp},
-  memo: {parsed?: unknown} = {},
+  memo: EventMemo = {},
+): McpEvent[] {
+  if (args.include) return eventsOf(httpMethod, body, args, memo)
+  return (memo.events ??= eventsOf(httpMethod, body, args, memo))
+}
+
+function eventsOf(
+  httpMethod: string,
+  body: Buffer | undefined,
+  args: {include: boolean; redact: RegExp},
+  memo: EventMemo,
 ): McpEvent[] {
   if (httpMethod === 'GET') return [{event: 'mcp_stream', method: 'GET'}]
   if (httpMethod === 'DELETE') return [{event: 'mcp_session_end', method: 'DELETE'}]

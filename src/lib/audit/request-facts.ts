@@ -1,14 +1,17 @@
 import type {IncomingMessage} from 'node:http'
 import type {Outcome, RequestFacts} from './auditor.ts'
 import type {DecisionFacts} from '../proxy/types.ts'
+import type {EventMemo} from './mcp-events.ts'
 
-/** What the audit trail needs of one request, filled in as the pipeline learns it. */
-export type AuditFacts = RequestFacts & {
-  started: number
-  decision?: DecisionFacts | undefined
-  /** The body as JSON, once someone asked (mcp-events.ts): the observers share one parse. */
-  parsed?: unknown
-}
+/**
+ * What the audit trail needs of one request, filled in as the pipeline learns it; with `parsed`
+ * and `events` (EventMemo): its body read once, when an observer first asks.
+ */
+export type AuditFacts = RequestFacts &
+  EventMemo & {
+    started: number
+    decision?: DecisionFacts | undefined
+  }
 
 // W3C trace context: version 00, a 32-hex trace id (not all zeros), a 16-hex parent id, flags.
 const TRACEPARENT = /^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/
@@ -27,6 +30,7 @@ export function auditFacts(req: IncomingMessage): AuditFacts {
     started: performance.now(),
     decision: undefined,
     parsed: undefined,
+    events: undefined,
   }
 }
 

@@ -266,8 +266,9 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps): Promise<
       rewrite = decision.rewriteResponse
       if (audit) audit.decision = decision.audit
     }
+    // `on`, not `once`: 'close' comes once, and the wrapper `once` makes is per request.
     if (audit)
-      res.once('close', () =>
+      res.on('close', () =>
         observe!.request(audit, {
           outcome: res.statusCode < 400 && res.writableFinished ? 'success' : 'failure',
           status: res.statusCode,

@@ -5,6 +5,9 @@
  * breaks the record.
  */
 import assert from 'node:assert/strict'
+import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
 import {describe, it} from 'node:test'
 import {mcpEventsOf, redactionPattern} from '../../../src/lib/audit/mcp-events.ts'
 import {auditFacts} from '../../../src/lib/audit/request-facts.ts'
@@ -93,5 +96,64 @@ describe('a syslog receiver that is away', () => {
     sink.close()
     assert.equal(sink.dropped, 5_000 - 4_096)
     assert.equal(reported, sink.dropped, 'each drop reaches the auditor, which counts it')
+  })
+})
+
+describe('a flood of requests between two batches', () => {
+  const logger = {error() {}, warn() {}, info() {}, debug() {}} as never
+  const facts = (body: Buffer) => ({...auditFacts({method: 'POST', headers: {}} as never), body})
+  const ok = {outcome: 'success', status: 200, durationMs: 1} as const
+
+  it('is written at once past 512 requests or 4 MiB of bodies, not held for the next batch', async () => {
+    const {Auditor} = await import('../../../src/lib/audit/auditor.ts')
+    const dir = mkdtempSync(join(tmpdir(), 'toolgate-audit-flood-'))
+    try {
+      const log = join(dir, 'audit.log')
+      const auditor = new Auditor({log, workload: 'w', target: 't'}, logger)
+      const call = Buffer.from(
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}',
+      )
+      for (let i = 0; i < 511; i++) auditor.request(facts(call), ok)
+      assert.equal(readFileSync(log, 'utf8'), '', 'below the bound, the batch waits for its timer')
+      auditor.request(facts(call), ok)
+      assert.equal(readFileSync(log, 'utf8').trim().split('\n').length, 512)
+      // Four 1 MiB bodies: the fourth reaches 4 MiB, and everything held is written.
+      const big = Buffer.alloc(1024 * 1024, 32)
+      for (let i = 0; i < 3; i++) auditor.request(facts(big), ok)
+      assert.equal(readFileSync(log, 'utf8').trim().split('\n').length, 512)
+      auditor.request(facts(big), ok)
+      assert.equal(readFileSync(log, 'utf8').trim().split('\n').length, 516)
+      await auditor.close()
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+
+  it('a lone request is written by its batch timer, while the auditor runs', async () => {
+    const {Auditor} = await import('../../../src/lib/audit/auditor.ts')
+    const {FLUSH_MS} = await import('../../../src/lib/audit/file-sink.ts')
+    const dir = mkdtempSync(join(tmpdir(), 'toolgate-audit-timer-'))
+    try {
+      const log = join(dir, 'audit.log')
+      const auditor = new Auditor({log, workload: 'w', target: 't'}, logger)
+      auditor.request(facts(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"ping"}')), ok)
+      assert.equal(readFileSync(log, 'utf8'), '')
+      await new Promise((r) => setTimeout(r, FLUSH_MS * 5))
+      assert.match(readFileSync(log, 'utf8'), /"method":"ping"/)
+      await auditor.close()
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+
+  it('the metrics count what waits when scraped', async () => {
+    const metrics = new ProxyMetrics()
+    const call = Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}')
+    const counted = async () => {
+      const text = await metrics.registry.render()
+      return Number(/toolgate_mcp_messages_total\{[^}]*\} (\d+)/.exec(text)?.[1] ?? 0)
+    }
+    for (let i = 0; i < 3; i++) metrics.request(facts(call), ok)
+    assert.equal(await counted(), 3, 'a scrape counts the requests still waiting')
   })
 })
