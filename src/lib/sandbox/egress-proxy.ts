@@ -1,5 +1,5 @@
 import type {IncomingMessage, Server, ServerResponse} from 'node:http'
-import {connect} from 'node:net'
+import {connect, type Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
 import {closeGracefully} from '../http/listen.ts'
 import {createServer, request} from '../http/node-http.ts'
@@ -8,6 +8,7 @@ import type {Logger} from '../log/logger.ts'
 import {limitConnections, SERVER_LIMITS} from '../proxy/server-limits.ts'
 import {endToEndHeaders} from '../proxy/hop-by-hop.ts'
 import {allowsConnection, type PermissionProfile} from './profile.ts'
+import {RELAY_BUFFER_BYTES, relayTo} from './relay.ts'
 
 /**
  * The sandbox's one way out (issue 32): an HTTP proxy on a unix socket that the sandbox reaches
@@ -27,7 +28,8 @@ export interface EgressProxy {
 const CONNECT_TIMEOUT_MS = 10_000
 // A tunnel with no byte either way for this long is closed (SSE streams send keep-alives sooner).
 const TUNNEL_IDLE_MS = 10 * 60_000
-const MAX_CONNECTIONS = 256
+// Each open connection may hold a 1 MiB relay buffer (relay.ts): at most 64 MiB in all.
+const MAX_CONNECTIONS = 64
 
 /** `host:port` of a CONNECT target or an absolute URI; undefined when malformed. */
 export function parseAuthority(text: string): {host: string; port: number} | undefined {
@@ -52,7 +54,11 @@ export async function startEgressProxy(
     return allowed
   }
 
-  const server: Server = createServer(SERVER_LIMITS, (req, res) => forwardPlain(req, res))
+  // Plain-http bodies move in larger steps than node's 16 KiB default: fewer pauses per MB.
+  const server: Server = createServer(
+    {...SERVER_LIMITS, highWaterMark: RELAY_BUFFER_BYTES},
+    (req, res) => forwardPlain(req, res),
+  )
   limitConnections(server, MAX_CONNECTIONS, log)
 
   // CONNECT host:port — a tunnel (HTTPS, or anything TCP the profile allows).
@@ -66,7 +72,18 @@ export async function startEgressProxy(
         '403 Forbidden',
         `${target.host}:${target.port} is not allowed by the permission profile`,
       )
-    const upstream = connect({host: target.host, port: target.port, timeout: CONNECT_TIMEOUT_MS})
+    // Downloads, the heavy direction, through one reused buffer (relay.ts); uploads piped.
+    const download = relayTo(client as Socket)
+    const upstream = connect({
+      host: target.host,
+      port: target.port,
+      timeout: CONNECT_TIMEOUT_MS,
+      onread: download.onread,
+    })
+    download.from(upstream)
+    // Nothing is read before the client has its 200 (a server that speaks first would otherwise
+    // be relayed ahead of it): reading starts in 'connect'.
+    upstream.pause()
     let connected = false
     upstream.once('timeout', () => upstream.destroy(new Error('connect timeout')))
     upstream.once('connect', () => {
@@ -75,7 +92,7 @@ export async function startEgressProxy(
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
       if (head.length) upstream.write(head)
       client.pipe(upstream)
-      upstream.pipe(client)
+      upstream.resume()
     })
     upstream.on('error', (err) => {
       log.info('egress connection failed', {
@@ -88,7 +105,9 @@ export async function startEgressProxy(
       else client.destroy()
     })
     client.on('close', () => upstream.destroy())
-    upstream.on('close', () => client.destroy())
+    // A clean end reached the client through `end` (what it still has to receive is flushed
+    // first); only a broken upstream breaks the client's side at once.
+    upstream.on('close', (hadError) => hadError && client.destroy())
   })
 
   // GET http://host:port/path — plain HTTP through the proxy.

@@ -23,10 +23,29 @@ export const SANDBOX_INIT_SOURCE = `(args) => {
     child.on('exit', (code, signal) => process.exit(code === null ? 128 + (signal === 'SIGKILL' ? 9 : 15) : code))
   }
   if (socket === '-') return start()
+  // Downloads (egress proxy -> server) are read into one reused buffer and written on at once;
+  // reading pauses while a write is still being sent (the same relay as relay.ts, which this
+  // text cannot import). Uploads are piped.
   const server = net.createServer((c) => {
-    const up = net.connect(socket)
+    let waiting = false
+    const flushed = () => {
+      if (waiting && c.writableLength === 0) {
+        waiting = false
+        up.resume()
+      }
+    }
+    const onread = {
+      buffer: Buffer.allocUnsafe(1024 * 1024),
+      callback: (bytes, buffer) => {
+        c.write(buffer.subarray(0, bytes), flushed)
+        if (c.writableLength === 0) return true
+        waiting = true
+        return false
+      },
+    }
+    const up = net.connect({path: socket, onread})
+    up.once('end', () => c.end())
     c.pipe(up)
-    up.pipe(c)
     c.on('error', () => up.destroy())
     up.on('error', () => c.destroy())
   })

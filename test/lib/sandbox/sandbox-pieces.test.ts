@@ -1,13 +1,16 @@
 /**
  * The sandbox's pieces without a sandbox (issue 32): permission profiles (ToolHive's shape, every
  * bad field named), the egress rules, what a hostile client can send the egress proxy, the bwrap
- * command line (toolgate's directories masked even inside a profile path), the macOS profile text
+ * command line (toolgate's directories masked even inside a profile path), the relays that carry
+ * downloads out of it (every byte, in order, with backpressure), the macOS profile text
  * (sandbox-exec cannot run here), and the refusal on Windows.
  */
 import assert from 'node:assert/strict'
+import {spawn} from 'node:child_process'
+import {createHash, randomBytes} from 'node:crypto'
 import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {request} from 'node:http'
-import {connect, createServer} from 'node:net'
+import {connect, createServer, type Socket} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, it} from 'node:test'
@@ -25,8 +28,10 @@ import {
   loadPermissionProfile,
   parsePermissionProfile,
 } from '../../../src/lib/sandbox/profile.ts'
+import {SANDBOX_INIT_SOURCE} from '../../../src/lib/sandbox/init-source.ts'
 import {prepareSandbox} from '../../../src/lib/sandbox/sandbox.ts'
 import {seatbeltProfile} from '../../../src/lib/sandbox/seatbelt.ts'
+import {freePort} from '../../helpers/mcp-upstream.ts'
 
 const parse = (value: unknown) => parsePermissionProfile(value, 'p.json', '/work', '/home/u')
 
@@ -353,5 +358,91 @@ describe('other systems', () => {
       ['npx', '-y', '../evil'],
     ])
       assert.equal(recognizeNpx(other), undefined, other.join(' '))
+  })
+})
+
+describe('the relays carry every byte, in order, to a slow reader', () => {
+  const payload = randomBytes(8 * 1024 * 1024)
+  const digest = (b: Buffer) => createHash('sha256').update(b).digest('hex')
+
+  /** Reads everything `socket` sends after `skip` bytes, stalling now and then (backpressure). */
+  const slowRead = (socket: Socket, skip: number) =>
+    new Promise<Buffer>((resolve, reject) => {
+      const parts: Buffer[] = []
+      let seen = 0
+      socket.on('data', (d: Buffer) => {
+        parts.push(d)
+        seen += d.length
+        if (seen % (512 * 1024) < d.length) {
+          socket.pause()
+          setTimeout(() => socket.resume(), 5)
+        }
+      })
+      socket.on('end', () => resolve(Buffer.concat(parts).subarray(skip)))
+      socket.on('error', reject)
+    })
+
+  it('through the egress proxy: CONNECT, the server speaking first', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-relay-'))
+    const target = createServer((c) => c.end(payload))
+    await new Promise<void>((r) => target.listen(0, '127.0.0.1', () => r()))
+    const port = (target.address() as {port: number}).port
+    const proxy = await startEgressProxy(
+      join(dir, 'e.sock'),
+      parse({network: {outbound: {allow_host: ['127.0.0.1'], allow_port: [port]}}}),
+      createMemoryLogger(),
+    )
+    try {
+      const s = connect(proxy.socketPath)
+      s.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nhost: x\r\n\r\n`)
+      const established = 'HTTP/1.1 200 Connection Established\r\n\r\n'
+      const got = await slowRead(s, 0)
+      assert.equal(got.subarray(0, established.length).toString(), established)
+      assert.equal(got.length - established.length, payload.length)
+      assert.equal(digest(got.subarray(established.length)), digest(payload))
+    } finally {
+      await proxy.close()
+      target.close()
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+
+  it("through the sandbox's inside forwarder (loopback port to the egress socket)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-relay-'))
+    const socketPath = join(dir, 'e.sock')
+    const egress = createServer((c) => c.end(payload))
+    await new Promise<void>((r) => egress.listen(socketPath, () => r()))
+    const port = await freePort()
+    const init = spawn(
+      process.execPath,
+      [
+        '-e',
+        `(${SANDBOX_INIT_SOURCE})(process.argv.slice(1))`,
+        '--',
+        socketPath,
+        String(port),
+        process.execPath,
+        '-e',
+        'setTimeout(() => {}, 60_000)',
+      ],
+      {stdio: 'ignore'},
+    )
+    try {
+      let s: Socket | undefined
+      for (let i = 0; i < 100 && !s; i++) {
+        s = await new Promise<Socket | undefined>((resolve) => {
+          const c = connect(port, '127.0.0.1', () => resolve(c))
+          c.once('error', () => setTimeout(() => resolve(undefined), 50))
+        })
+      }
+      assert.ok(s, 'the forwarder listens')
+      const got = await slowRead(s, 0)
+      assert.equal(got.length, payload.length)
+      assert.equal(digest(got), digest(payload))
+    } finally {
+      init.kill('SIGKILL')
+      egress.close()
+      rmSync(dir, {recursive: true, force: true})
+    }
   })
 })
