@@ -3,10 +3,11 @@
  * (test/fixtures/mcp/sandbox-probe) tries what a sandbox must stop — reading a planted SSH key,
  * toolgate's secrets file and /etc/shadow, writing outside its `write` paths, connecting to the
  * host, fetching through the egress proxy — and what it must allow. Also server-everything
- * sandboxed, an npm package installed outside and run inside (by hand and from a registry), and
- * the refusal when bwrap is missing.
+ * sandboxed, npm and PyPI packages installed outside and run inside (by hand and from a
+ * registry), and the refusal when bwrap is missing.
  */
 import assert from 'node:assert/strict'
+import {execFileSync} from 'node:child_process'
 import {chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {mkdtemp, rm} from 'node:fs/promises'
 import {createServer, type Server} from 'node:http'
@@ -330,6 +331,137 @@ describe('real servers in the sandbox', {skip}, () => {
     })
   })
 })
+
+const pip = (() => {
+  try {
+    execFileSync('python3', ['-m', 'pip', '--version'], {stdio: 'ignore', timeout: 30_000})
+    return false
+  } catch {
+    return 'python3 -m pip does not run (apt install python3-pip)'
+  }
+})()
+
+/** A PEP 503 index serving the wheel of test/fixtures/pypi/toolgate_probe.py; logs requests. */
+async function servePypiIndex(): Promise<{url: string; requests: string[]; close(): void}> {
+  const dir = join(home, 'pypi-index')
+  execFileSync('python3', [join(ROOT, 'test/fixtures/pypi/make_wheel.py'), dir])
+  const requests: string[] = []
+  const server = createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`)
+    const path = (req.url ?? '/').split('?')[0]!
+    const file = path.endsWith('/') ? join(dir, path, 'index.html') : join(dir, path)
+    if (path.includes('..') || !existsSync(file)) return void res.writeHead(404).end()
+    const type = file.endsWith('.html') ? 'text/html' : 'application/octet-stream'
+    res.writeHead(200, {'content-type': type}).end(readFileSync(file))
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    close: () => server.close(),
+  }
+}
+
+describe(
+  'PyPI packages: installed outside, run inside',
+  {skip: skip || needs('python3 with pip', pip)},
+  () => {
+    let index: Awaited<ReturnType<typeof servePypiIndex>>
+    let serve: ServeProcess
+    before(async () => {
+      index = await servePypiIndex()
+      writeFileSync(
+        join(home, 'pypi-registry.json'),
+        JSON.stringify([
+          {
+            name: 'io.github.test/pyprobe',
+            description: 'the Python probe as a PyPI package',
+            version: '1.0.0',
+            packages: [
+              {
+                registryType: 'pypi',
+                registryBaseUrl: index.url,
+                identifier: 'toolgate-probe',
+                version: '1.0.0',
+                transport: {type: 'stdio'},
+              },
+            ],
+          },
+        ]),
+      )
+      writeFileSync(
+        join(home, 'pypi-serve.yaml'),
+        'sources:\n  - name: local\n    file: {path: ./pypi-registry.json}\nregistries:\n  - name: default\n    sources: [local]\nauth:\n  mode: anonymous\n',
+      )
+      serve = await startServe(
+        ['--config', join(home, 'pypi-serve.yaml'), '--address', '127.0.0.1:0'],
+        {dir: home},
+      )
+    })
+    after(async () => {
+      await serve?.stop()
+      index?.close()
+    })
+
+    const installedModule = (workload: string) =>
+      join(home, '.cache', 'toolgate', 'pypi', workload, 'toolgate_probe.py')
+
+    it('uvx <package>@<version> given by hand: pip installs the wheel outside, it runs confined', async () => {
+      const {client, stop} = await sandboxed(
+        'pyhand',
+        ['--sandbox'],
+        ['uvx', 'toolgate-probe@1.0.0'],
+        {PIP_INDEX_URL: `${index.url}/simple/`},
+      )
+      try {
+        assert.ok(
+          existsSync(installedModule('pyhand')),
+          'installed under $XDG_CACHE_HOME/toolgate/pypi/<workload>/',
+        )
+        assert.ok(index.requests.some((r) => r.startsWith('GET /files/toolgate_probe-1.0.0')))
+        const who = await call(client, 'whoami', {})
+        assert.equal(who.error, false, who.text)
+        assert.equal((await call(client, 'read_file', {path: sshKey})).error, true)
+        const net = await call(client, 'fetch', {url: `${index.url}/simple/`})
+        assert.equal(net.error, true, `no network inside: ${net.text}`)
+      } finally {
+        await stop()
+      }
+    })
+
+    it('--from-registry with a PyPI package: installed from the index the entry names', async () => {
+      const before = index.requests.length
+      const {client, stop} = await sandboxed(
+        'pyreg',
+        ['--from-registry', `${serve.url}/registry/default`, 'io.github.test/pyprobe@1.0.0'],
+        [],
+      )
+      try {
+        assert.ok(existsSync(installedModule('pyreg')))
+        assert.ok(
+          index.requests.slice(before).some((r) => r.startsWith('GET /simple/toolgate-probe/')),
+          'pip asked the index named by registryBaseUrl',
+        )
+        assert.equal((await call(client, 'read_file', {path: sshKey})).error, true)
+        assert.match((await cli(['list'])).stdout, /pyreg .*\bnone\b/)
+      } finally {
+        await stop()
+      }
+    })
+
+    it('a package with nothing to run, or that is not a wheel, is an error before anything starts', async () => {
+      const r = await cli(['run', 'pymissing', '--sandbox', '--', 'uvx', 'no-such-package==9.9'], {
+        PIP_INDEX_URL: `${index.url}/simple/`,
+      })
+      assert.notEqual(r.code, 0)
+      assert.match(
+        r.stderr,
+        /pip install no-such-package==9\.9 failed \(exit 1\) before the sandboxed start/,
+      )
+      assert.doesNotMatch((await cli(['list', '--all'])).stdout, /pymissing\s+running/)
+    })
+  },
+)
 
 describe('without bubblewrap', () => {
   it('--sandbox fails with the package to install; nothing runs unconfined', async () => {

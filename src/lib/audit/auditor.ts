@@ -70,6 +70,12 @@ export interface Outcome {
   decision?: {decision: 'allow' | 'deny'; policies?: string[]; reason?: string} | undefined
 }
 
+// Every exit but SIGKILL writes what is queued: the drain is synchronous, so it runs in 'exit'.
+const open = new Set<Auditor>()
+process.once('exit', () => {
+  for (const auditor of open) auditor.flushNow()
+})
+
 /** A request still to be turned into records, or a record ready to be written. */
 type Queued =
   | {facts: RequestFacts & EventMemo; outcome: Outcome; at: number; record?: undefined}
@@ -77,7 +83,10 @@ type Queued =
 
 /** Past this many queued, or bodies this large, the queue is drained at once (memory bounds). */
 const MAX_QUEUED = 512
-const MAX_QUEUED_BYTES = 4 * 1024 * 1024
+// Bodies, not requests, bound a batch's work: 256 KiB of JSON is a few tens of milliseconds of
+// building and sealing, however many messages they hold (a batch of 512 requests × 100 messages
+// would otherwise stall the event loop for most of a second).
+const MAX_QUEUED_BYTES = 256 * 1024
 
 /** A record's first fields: when (`at`, epoch milliseconds), and what happened. */
 function record(event: string, at: number): Record<string, unknown> {
@@ -91,7 +100,8 @@ let isoPrefix = ''
  * `new Date(ms).toISOString()`, with the part up to the second made once a second: a batch of
  * records shares it, and formatting a date was a tenth of what a record cost to build.
  */
-export function isoTime(ms: number): string {
+export function isoTime(at: number): string {
+  const ms = Math.floor(at)
   const second = Math.floor(ms / 1000)
   if (second !== isoSecond) {
     isoSecond = second
@@ -130,7 +140,12 @@ export class Auditor implements RequestObserver {
       this.otlp.onDrop = (err) => this.failed(err)
     }
     this.file = options.log === '-' || syslog || this.otlp ? undefined : new AuditFile(options.log)
-    if (this.file) this.file.onError = (err) => this.failed(err)
+    if (this.file) {
+      this.file.onError = (err) => this.failed(err)
+      this.file.onRotateError = (err) =>
+        logger.warn('audit log not rotated; records go on to the same file', {error: err.message})
+    }
+    open.add(this)
   }
 
   private readonly syslog: SyslogSink | undefined
@@ -239,6 +254,11 @@ export class Auditor implements RequestObserver {
     else this.timer ??= setTimeout(() => this.drain(), FLUSH_MS)
   }
 
+  /** Writes everything queued now (process exit). */
+  flushNow(): void {
+    this.drain()
+  }
+
   /** Builds and hands to the sink everything queued, then writes the file's batch. */
   private drain(): void {
     clearTimeout(this.timer)
@@ -259,6 +279,7 @@ export class Auditor implements RequestObserver {
 
   /** Flushes and closes the sink; OTLP exports what is waiting first. */
   async close(): Promise<void> {
+    open.delete(this)
     this.drain()
     this.file?.close()
     this.syslog?.close()

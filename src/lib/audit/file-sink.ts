@@ -62,6 +62,7 @@ export class AuditFile {
    * The pending text is bounded; past it, it is written at once. `close` writes what is left.
    */
   write(fields: Record<string, unknown>): void {
+    if (this.closed) throw new Error(`audit log ${this.path} is closed`)
     const {line, hash} = sealRecord(fields, this.seq + 1, this.prev)
     this.seq++
     this.prev = hash
@@ -86,14 +87,27 @@ export class AuditFile {
       return
     }
     this.size += written
-    if (this.size >= this.maxBytes) this.rotate()
+    if (this.size < this.maxBytes) return
+    try {
+      this.rotate()
+    } catch (err) {
+      // The records are written (to the file that should have rotated); try again after another
+      // maxBytes rather than on every batch.
+      this.size = 0
+      this.onRotateError?.(err as Error)
+    }
   }
 
   /** Called with a failed deferred write (the auditor counts it). */
   onError: ((err: Error) => void) | undefined
+  /** Called when a rotation failed (nothing was lost: writing goes on to the same file). */
+  onRotateError: ((err: Error) => void) | undefined
+  private closed = false
 
   close(): void {
+    if (this.closed) return
     this.flush()
+    this.closed = true
     closeSync(this.fd)
     try {
       unlinkSync(this.lock)
@@ -102,12 +116,17 @@ export class AuditFile {
     }
   }
 
+  /**
+   * Renames first and swaps descriptors last: if a step fails (a full disk, a removed
+   * directory), the open descriptor still names a file of the chain and writing goes on there.
+   */
   private rotate(): void {
-    closeSync(this.fd)
     for (let i = this.keep - 1; i >= 1; i--)
       if (existsSync(`${this.path}.${i}`)) renameSync(`${this.path}.${i}`, `${this.path}.${i + 1}`)
     renameSync(this.path, `${this.path}.1`)
-    this.fd = openPrivateAppend(this.path)
+    const fd = openPrivateAppend(this.path)
+    closeSync(this.fd)
+    this.fd = fd
     this.size = 0
   }
 }

@@ -55,21 +55,23 @@ function eventsOf(
 ): McpEvent[] {
   if (httpMethod === 'GET') return [{event: 'mcp_stream', method: 'GET'}]
   if (httpMethod === 'DELETE') return [{event: 'mcp_session_end', method: 'DELETE'}]
-  const value = (memo.parsed ??= parsedBody(body))
-  if (value === UNPARSABLE) return [{event: 'mcp_request', method: 'unparsable'}]
-  if (!Array.isArray(value)) return [eventOf(value, args)]
-  return value.slice(0, MAX_MESSAGES).map((m) => eventOf(m, args))
+  if (memo.parsed === undefined) memo.parsed = messagesOf(body)
+  const messages = memo.parsed
+  if (messages === UNPARSABLE) return [{event: 'mcp_request', method: 'unparsable'}]
+  return (messages as unknown[]).map((m) => eventOf(m, args))
 }
 
 const UNPARSABLE = Symbol('unparsable')
 
-// Never undefined: JSON.parse gives a value or throws.
-function parsedBody(body: Buffer | undefined): unknown {
+/** The body's messages, the first MAX_MESSAGES of a batch (only those are kept in the memo). */
+function messagesOf(body: Buffer | undefined): unknown[] | typeof UNPARSABLE {
+  let value: unknown
   try {
-    return JSON.parse(body?.toString('utf8') ?? '') as unknown
+    value = JSON.parse(body?.toString('utf8') ?? '')
   } catch {
     return UNPARSABLE
   }
+  return Array.isArray(value) ? value.slice(0, MAX_MESSAGES) : [value]
 }
 
 // Built without spreads or optional keys (absent ones are undefined): the auditor runs this for

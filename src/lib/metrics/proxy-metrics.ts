@@ -119,7 +119,7 @@ export class ProxyMetrics implements RequestObserver {
   request(facts: AuditFacts, outcome: Outcome): void {
     this.#pending.push(facts, outcome)
     this.#pendingBytes += facts.body?.length ?? 0
-    if (this.#pending.length >= 1024 || this.#pendingBytes >= 4 * 1024 * 1024) this.#count()
+    if (this.#pending.length >= 1024 || this.#pendingBytes >= 256 * 1024) this.#count()
     else this.#timer ??= setTimeout(() => this.#count(), 20).unref()
   }
 

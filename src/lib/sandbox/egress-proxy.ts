@@ -2,13 +2,13 @@ import type {IncomingMessage, Server, ServerResponse} from 'node:http'
 import {connect, type Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
 import {closeGracefully} from '../http/listen.ts'
-import {createServer, request} from '../http/node-http.ts'
+import {Agent, createServer, request} from '../http/node-http.ts'
 import {listenOnSocket} from '../http/private-socket.ts'
 import type {Logger} from '../log/logger.ts'
 import {limitConnections, SERVER_LIMITS} from '../proxy/server-limits.ts'
 import {endToEndHeaders} from '../proxy/hop-by-hop.ts'
 import {allowsConnection, type PermissionProfile} from './profile.ts'
-import {RELAY_BUFFER_BYTES, relayTo} from './relay.ts'
+import {relayTo} from './relay.ts'
 
 /**
  * The sandbox's one way out (issue 32): an HTTP proxy on a unix socket that the sandbox reaches
@@ -28,8 +28,11 @@ export interface EgressProxy {
 const CONNECT_TIMEOUT_MS = 10_000
 // A tunnel with no byte either way for this long is closed (SSE streams send keep-alives sooner).
 const TUNNEL_IDLE_MS = 10 * 60_000
-// Each open connection may hold a 1 MiB relay buffer (relay.ts): at most 64 MiB in all.
+// Each tunnel holds a 1 MiB relay buffer (relay.ts) and node's buffers of its two sockets
+// (about 2 MiB in all when both directions stall): about 128 MiB at most.
 const MAX_CONNECTIONS = 64
+// After the destination closed a tunnel cleanly: how long the client has to read the rest.
+const TUNNEL_CLOSE_GRACE_MS = 30_000
 
 /** `host:port` of a CONNECT target or an absolute URI; undefined when malformed. */
 export function parseAuthority(text: string): {host: string; port: number} | undefined {
@@ -45,7 +48,10 @@ export async function startEgressProxy(
   profile: PermissionProfile,
   logger: Logger,
   onDecision?: (decision: 'allow' | 'deny') => void,
+  /** Tests shorten the grace a client has after a tunnel's destination closed. */
+  limits: {closeGraceMs?: number} = {},
 ): Promise<EgressProxy> {
+  const closeGraceMs = limits.closeGraceMs ?? TUNNEL_CLOSE_GRACE_MS
   const log = logger.child({component: 'egress'})
   const decide = (host: string, port: number, method: string): boolean => {
     const allowed = allowsConnection(profile, host, port)
@@ -54,16 +60,22 @@ export async function startEgressProxy(
     return allowed
   }
 
-  // Plain-http bodies move in larger steps than node's 16 KiB default: fewer pauses per MB.
-  const server: Server = createServer(
-    {...SERVER_LIMITS, highWaterMark: RELAY_BUFFER_BYTES},
-    (req, res) => forwardPlain(req, res),
-  )
+  const server: Server = createServer(SERVER_LIMITS, (req, res) => forwardPlain(req, res))
+  // Plain-http requests open at most MAX_CONNECTIONS upstream connections in all, however many
+  // a client pipelines on one connection: each waiting response holds memory.
+  const agent = new Agent({
+    keepAlive: false,
+    maxSockets: MAX_CONNECTIONS,
+    maxTotalSockets: MAX_CONNECTIONS,
+  })
   limitConnections(server, MAX_CONNECTIONS, log)
 
   // CONNECT host:port — a tunnel (HTTPS, or anything TCP the profile allows).
-  server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+  server.on('connect', (req: IncomingMessage, duplex: Duplex, head: Buffer) => {
+    const client = duplex as Socket // what node:http hands over for CONNECT
     client.on('error', () => undefined)
+    // The client's side has a clock of its own: a tunnel the sandbox leaves open is closed.
+    client.setTimeout(TUNNEL_IDLE_MS, () => client.destroy())
     const target = parseAuthority(req.url ?? '')
     if (!target) return refuse(client, '400 Bad Request', 'CONNECT needs host:port')
     if (!decide(target.host, target.port, 'CONNECT'))
@@ -73,7 +85,7 @@ export async function startEgressProxy(
         `${target.host}:${target.port} is not allowed by the permission profile`,
       )
     // Downloads, the heavy direction, through one reused buffer (relay.ts); uploads piped.
-    const download = relayTo(client as Socket)
+    const download = relayTo(client)
     const upstream = connect({
       host: target.host,
       port: target.port,
@@ -106,8 +118,12 @@ export async function startEgressProxy(
     })
     client.on('close', () => upstream.destroy())
     // A clean end reached the client through `end` (what it still has to receive is flushed
-    // first); only a broken upstream breaks the client's side at once.
-    upstream.on('close', (hadError) => hadError && client.destroy())
+    // first), and it has a short while to read it and close; a broken upstream breaks the
+    // client's side at once.
+    upstream.on('close', (hadError) => {
+      if (hadError) client.destroy()
+      else client.setTimeout(closeGraceMs)
+    })
   })
 
   // GET http://host:port/path — plain HTTP through the proxy.
@@ -133,6 +149,7 @@ export async function startEgressProxy(
       path: url.pathname + url.search,
       headers: {...headers, host: url.host},
       timeout: CONNECT_TIMEOUT_MS,
+      agent,
     })
     out.on('timeout', () => out.destroy(new Error('upstream timeout')))
     out.on('response', (up) => {
@@ -152,7 +169,10 @@ export async function startEgressProxy(
   await listenOnSocket(server, socketPath)
   return {
     socketPath,
-    close: () => closeGracefully(server, 500),
+    close: async () => {
+      await closeGracefully(server, 500)
+      agent.destroy()
+    },
   }
 }
 

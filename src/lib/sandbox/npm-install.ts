@@ -58,7 +58,7 @@ export async function installNpmPackage(
     ...(options.registry ? ['--registry', options.registry] : []),
     pkg.spec,
   ]
-  const {code, output} = await run(
+  const {code, output} = await runInstaller(
     'npm',
     args,
     options.env ?? process.env,
@@ -98,7 +98,8 @@ export function binOf(packageDir: string, name: string): string {
   return join(packageDir, script)
 }
 
-function run(
+/** Runs an installer (npm, pip) to its end, keeping the tail of its output for an error. */
+export function runInstaller(
   command: string,
   args: string[],
   env: NodeJS.ProcessEnv,

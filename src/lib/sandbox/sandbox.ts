@@ -11,14 +11,15 @@ import {startEgressProxy, type EgressProxy} from './egress-proxy.ts'
 import {SANDBOX_INIT_FLAG} from './init-flag.ts'
 import {SANDBOX_INIT_SOURCE} from './init-source.ts'
 import {installNpmPackage, recognizeNpx} from './npm-install.ts'
+import {findPython, installPypiPackage, recognizeUvx} from './pypi-install.ts'
 import {needsEgressProxy, withHosts, type PermissionProfile} from './profile.ts'
 import {seatbeltProfile} from './seatbelt.ts'
 
 /**
  * `run --sandbox` (issue 32): turns a server command into the same command confined by the
  * OS — bubblewrap on Linux (bwrap.ts), sandbox-exec on macOS (seatbelt.ts); Windows is refused.
- * An `npx -y <package>` command is installed outside first and run inside without network
- * (npm-install.ts); a profile that allows some hosts gets the egress proxy (egress-proxy.ts).
+ * An `npx -y <package>` or `uvx <package>` command is installed outside first and run inside
+ * without network (npm-install.ts, pypi-install.ts); a profile that allows some hosts gets the egress proxy (egress-proxy.ts).
  * Nothing ever runs unconfined because a sandbox tool is missing: that is an error naming it.
  */
 
@@ -27,6 +28,8 @@ export interface SandboxRequest {
   profile: PermissionProfile
   /** The npm registry a registry entry names for its package (`registryBaseUrl`). */
   npmRegistry?: string | undefined
+  /** The PyPI index (PEP 503 `…/simple/`) a registry entry names for its package. */
+  pypiIndex?: string | undefined
 }
 
 export interface PreparedSandbox {
@@ -43,6 +46,7 @@ export const SANDBOX_UID = 65534
 /** The loopback port of the egress forwarder inside the sandbox (its own network namespace). */
 export const EGRESS_PORT_INSIDE = 3128
 const NPM_REGISTRY = 'https://registry.npmjs.org/'
+const PYPI_HOSTS = ['pypi.org', 'files.pythonhosted.org']
 
 export interface SandboxDeps {
   logger: Logger
@@ -74,16 +78,33 @@ export async function prepareSandbox(
   let profile = request.profile
   const extraRead: string[] = []
   let server = [...command]
+  let pythonPath: string | undefined
   const home = env.HOME || xdgDirs(env).config
   const node = nodeRuntime(env)
   extraRead.push(node)
   const pkg = recognizeNpx(command)
-  if (pkg) {
+  const pyPkg = pkg ? undefined : recognizeUvx(command)
+  if (pyPkg) {
+    const python = findPython(env)
+    const dir = join(xdgDirs(env).cache, 'pypi', request.workload)
+    deps.logger.info('installing the package outside the sandbox', {
+      package: pyPkg.requirement,
+      dir,
+    })
+    const script = await installPypiPackage(pyPkg, dir, python, {index: request.pypiIndex, env})
+    extraRead.push(dir, ...python.prefixes)
+    server = [python.executable, script, ...pyPkg.args]
+    pythonPath = dir
+  } else if (pkg) {
     const dir = join(xdgDirs(env).cache, 'npm', request.workload)
     deps.logger.info('installing the package outside the sandbox', {package: pkg.spec, dir})
     const bin = await installNpmPackage(pkg, dir, {registry: request.npmRegistry, env})
     extraRead.push(dir)
     server = [node, bin, ...pkg.args]
+  } else if (command[0] && /(^|\/)uvx$/.test(command[0])) {
+    // A uvx line we cannot split: uvx installs inside, so PyPI must be reachable.
+    profile = withHosts(profile, PYPI_HOSTS, [443])
+    deps.logger.warn('uvx runs inside the sandbox with PyPI allowed', {hosts: PYPI_HOSTS})
   } else if (command[0] && /(^|\/)npx$/.test(command[0])) {
     // An npx line we cannot split: npx installs inside, so its registry must be reachable.
     const registry = new URL(env.npm_config_registry || request.npmRegistry || NPM_REGISTRY)
@@ -107,6 +128,12 @@ export async function prepareSandbox(
   const sandboxEnv: NodeJS.ProcessEnv = {...serverEnv, HOME: home}
   // `#!/usr/bin/env node` scripts find the same Node inside.
   sandboxEnv.PATH = [dirname(node), serverEnv.PATH ?? env.PATH ?? '/usr/bin:/bin'].join(delimiter)
+  if (pythonPath) {
+    // The installed package and nothing of the user's: the directory is read-only inside.
+    sandboxEnv.PYTHONPATH = pythonPath
+    sandboxEnv.PYTHONNOUSERSITE = '1'
+    sandboxEnv.PYTHONDONTWRITEBYTECODE = '1'
+  }
   if (needsEgressProxy(profile)) {
     const socket = await privateSocket('egress')
     removeSocket = socket.remove

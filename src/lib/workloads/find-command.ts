@@ -1,6 +1,7 @@
 import {isAbsolute, join} from 'node:path'
 import {ToolgateError} from '../errors.ts'
 import {findOnPath, isExecutableFile} from '../fs/path-lookup.ts'
+import {recognizeUvx} from '../sandbox/pypi-install.ts'
 
 /**
  * Finds a server command the way the OS will when it is started (PATH lookup, or a path given
@@ -26,4 +27,12 @@ export function assertCommandExists(
     'ERR_UPSTREAM',
     `cannot start "${command}": command not found on PATH (install it, or give its full path after --)`,
   )
+}
+
+/**
+ * Whether a sandboxed start replaces the command with an install outside and the package's own
+ * script (`uvx <package>`, pypi-install.ts): then uvx itself need not be installed.
+ */
+export function replacedBySandbox(command: string[], sandboxed: boolean): boolean {
+  return sandboxed && recognizeUvx(command) !== undefined
 }

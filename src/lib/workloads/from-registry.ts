@@ -25,6 +25,17 @@ export interface RegistryResolution {
   ports?: number[]
   /** The npm registry the package comes from (`registryBaseUrl`), for the sandbox's install. */
   npmRegistry?: string
+  /** The PyPI index (`registryBaseUrl` + `/simple/`), for the sandbox's install. */
+  pypiIndex?: string
+}
+
+/** Where the sandbox installs a package from: the registry the entry names for it, if any. */
+function packageSource(pkg: Record<string, unknown>): {npmRegistry?: string; pypiIndex?: string} {
+  const base = pkg.registryBaseUrl
+  if (typeof base !== 'string') return {}
+  if (pkg.registryType === 'npm') return {npmRegistry: base}
+  if (pkg.registryType === 'pypi') return {pypiIndex: `${base.replace(/\/+$/, '')}/simple/`}
+  return {}
 }
 
 const RUNNERS: Record<string, (id: string, version: string) => string[]> = {
@@ -112,10 +123,7 @@ export function resolveEntry(server: Record<string, unknown>): RegistryResolutio
     if (!runner || transport !== 'stdio' || typeof pkg.identifier !== 'string') continue
     const pkgVersion = typeof pkg.version === 'string' ? pkg.version : version
     const command = [...runner(pkg.identifier, pkgVersion), ...packageArguments(pkg, serverName)]
-    const registry =
-      pkg.registryType === 'npm' && typeof pkg.registryBaseUrl === 'string'
-        ? {npmRegistry: pkg.registryBaseUrl}
-        : {}
+    const registry = packageSource(pkg)
     return {
       serverName,
       version,

@@ -6,12 +6,18 @@ import {parseDuration} from '../config/duration.ts'
 import {xdgDirs} from '../config/xdg.ts'
 import type {ChildRequest} from './child-argv.ts'
 import {proxyLogFile, serverLogFile, startDetached} from './detach.ts'
-import {assertCommandExists} from './find-command.ts'
+import {assertCommandExists, replacedBySandbox} from './find-command.ts'
 import {loadPermissionProfile} from '../sandbox/profile.ts'
 import {assertCanListen} from '../http/listen.ts'
 import {configureFromFlags, type NetworkFlagValues} from '../network/settings.ts'
 import {assertNameFree, startWorkload, type RunningWorkload} from './run-workload.ts'
-import {buildWorkloadSpec, checkRunInput, gatewaySpec, type RunInput} from './spec.ts'
+import {
+  buildWorkloadSpec,
+  checkRunInput,
+  gatewaySpec,
+  sandboxWanted,
+  type RunInput,
+} from './spec.ts'
 import type {WorkloadState} from './state.ts'
 
 /** The secrets store, loaded only when a workload names a secret (issue 11: background memory). */
@@ -168,7 +174,12 @@ export async function runDetached(
       {host: input.flags.host ?? '127.0.0.1', port: input.proxyPort},
       '--proxy-port',
     )
-  if (input.command[0] && input.url === undefined) assertCommandExists(input.command[0])
+  if (
+    input.command[0] &&
+    input.url === undefined &&
+    !replacedBySandbox(input.command, sandboxWanted(input))
+  )
+    assertCommandExists(input.command[0])
   // A bad audit destination is reported here too (the background process opens it).
   const audit = (input.flags as {'audit-log'?: string})['audit-log']
   if (audit) (await import('../audit/syslog-sink.ts')).parseSyslogTarget(audit)

@@ -16,7 +16,7 @@ import type {PreparedSandbox} from '../sandbox/sandbox.ts'
 import {startLocalServer, type LocalServer} from './local-server.ts'
 import type {GatewayConfig} from '../gateway/config.ts'
 import {backendAttribute} from '../gateway/names.ts'
-import {assertCommandExists} from './find-command.ts'
+import {assertCommandExists, replacedBySandbox} from './find-command.ts'
 import {assertCanListen} from '../http/listen.ts'
 import {
   processStartTime,
@@ -53,7 +53,9 @@ export interface WorkloadSpec {
   idleTimeoutMs: number
   maxProcesses: number
   /** Run the server confined (issue 32). */
-  sandbox?: {profile: PermissionProfile; npmRegistry?: string | undefined} | undefined
+  sandbox?:
+    | {profile: PermissionProfile; npmRegistry?: string | undefined; pypiIndex?: string | undefined}
+    | undefined
   /** `toolgate gateway`: the backends behind one endpoint (issue 37). */
   gateway?: GatewayConfig
   /** The pipeline flags (incoming auth, authz, outgoing auth, limits); target and port are set here. */
@@ -109,7 +111,8 @@ export async function startWorkload(
       {host: spec.flags.host ?? '127.0.0.1', port: spec.proxyPort},
       '--proxy-port',
     )
-  if (spec.command?.[0]) assertCommandExists(spec.command[0], spec.env)
+  if (spec.command?.[0] && !replacedBySandbox(spec.command, spec.sandbox !== undefined))
+    assertCommandExists(spec.command[0], spec.env)
   const remembered = await rememberedPort(spec, env)
   const now = new Date().toISOString()
   let state: WorkloadState = {

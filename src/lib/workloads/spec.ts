@@ -231,6 +231,7 @@ export async function buildWorkloadSpec(
               resolution?.ports ?? [],
             ),
             npmRegistry: resolution?.npmRegistry,
+            pypiIndex: resolution?.pypiIndex,
           },
         }
       : {}),

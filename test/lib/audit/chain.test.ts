@@ -134,3 +134,26 @@ describe('record times', () => {
     for (const ms of samples) assert.equal(isoTime(ms), new Date(ms).toISOString(), String(ms))
   })
 })
+
+describe('a sink that cannot go on as planned', () => {
+  it('a rotation that fails is reported, loses nothing and does not throw', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolgate-audit-rotate-'))
+    const log = join(dir, 'audit.log')
+    const sink = new AuditFile(log, {maxBytes: 200})
+    const problems: string[] = []
+    sink.onRotateError = (err) => problems.push(err.message)
+    sink.onError = (err) => problems.push(`dropped: ${err.message}`)
+    try {
+      // The directory is removed under it: the rotation's rename fails (as root too).
+      rmSync(dir, {recursive: true, force: true})
+      for (let i = 0; i < 5; i++) sink.write({event: 'mcp_tool_call', n: i})
+      assert.doesNotThrow(() => sink.flush())
+      assert.equal(problems.length, 1, problems.join('; '))
+      assert.match(problems[0]!, /ENOENT/)
+      assert.doesNotThrow(() => sink.close())
+      assert.throws(() => sink.write({event: 'late'}), /is closed/)
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+})

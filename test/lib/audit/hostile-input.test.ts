@@ -5,6 +5,7 @@
  * breaks the record.
  */
 import assert from 'node:assert/strict'
+import {spawnSync} from 'node:child_process'
 import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -104,7 +105,7 @@ describe('a flood of requests between two batches', () => {
   const facts = (body: Buffer) => ({...auditFacts({method: 'POST', headers: {}} as never), body})
   const ok = {outcome: 'success', status: 200, durationMs: 1} as const
 
-  it('is written at once past 512 requests or 4 MiB of bodies, not held for the next batch', async () => {
+  it('is written at once past 512 requests or 256 KiB of bodies, not held for the next batch', async () => {
     const {Auditor} = await import('../../../src/lib/audit/auditor.ts')
     const dir = mkdtempSync(join(tmpdir(), 'toolgate-audit-flood-'))
     try {
@@ -117,12 +118,12 @@ describe('a flood of requests between two batches', () => {
       assert.equal(readFileSync(log, 'utf8'), '', 'below the bound, the batch waits for its timer')
       auditor.request(facts(call), ok)
       assert.equal(readFileSync(log, 'utf8').trim().split('\n').length, 512)
-      // Four 1 MiB bodies: the fourth reaches 4 MiB, and everything held is written.
-      const big = Buffer.alloc(1024 * 1024, 32)
-      for (let i = 0; i < 3; i++) auditor.request(facts(big), ok)
+      // Three 100 KiB bodies: the third passes 256 KiB, and everything held is written.
+      const big = Buffer.alloc(100 * 1024, 32)
+      for (let k = 0; k < 2; k++) auditor.request(facts(big), ok)
       assert.equal(readFileSync(log, 'utf8').trim().split('\n').length, 512)
       auditor.request(facts(big), ok)
-      assert.equal(readFileSync(log, 'utf8').trim().split('\n').length, 516)
+      assert.equal(readFileSync(log, 'utf8').trim().split('\n').length, 515)
       await auditor.close()
     } finally {
       rmSync(dir, {recursive: true, force: true})
@@ -141,6 +142,28 @@ describe('a flood of requests between two batches', () => {
       await new Promise((r) => setTimeout(r, FLUSH_MS * 5))
       assert.match(readFileSync(log, 'utf8'), /"method":"ping"/)
       await auditor.close()
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+
+  it('is written when the process exits, however it exits (short of SIGKILL)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolgate-audit-exit-'))
+    try {
+      const log = join(dir, 'audit.log')
+      const script = `
+        const {Auditor} = await import(${JSON.stringify(new URL('../../../src/lib/audit/auditor.ts', import.meta.url).href)})
+        const {auditFacts} = await import(${JSON.stringify(new URL('../../../src/lib/audit/request-facts.ts', import.meta.url).href)})
+        const logger = {error() {}, warn() {}, info() {}, debug() {}}
+        const a = new Auditor({log: ${JSON.stringify(log)}, workload: 'w', target: 't'}, logger)
+        const f = {...auditFacts({method: 'POST', headers: {}}), body: Buffer.from('{"jsonrpc":"2.0","id":7,"method":"ping"}')}
+        a.request(f, {outcome: 'success', status: 200, durationMs: 1})
+        process.exit(3)`
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        encoding: 'utf8',
+      })
+      assert.equal(r.status, 3, r.stderr)
+      assert.match(readFileSync(log, 'utf8'), /"method":"ping".*"jsonrpcId":7/)
     } finally {
       rmSync(dir, {recursive: true, force: true})
     }

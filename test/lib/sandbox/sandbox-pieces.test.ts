@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import {spawn} from 'node:child_process'
 import {createHash, randomBytes} from 'node:crypto'
-import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {request} from 'node:http'
 import {connect, createServer, type Socket} from 'node:net'
 import {tmpdir} from 'node:os'
@@ -22,6 +22,7 @@ import {
   type EgressProxy,
 } from '../../../src/lib/sandbox/egress-proxy.ts'
 import {recognizeNpx} from '../../../src/lib/sandbox/npm-install.ts'
+import {consoleScriptOf, recognizeUvx} from '../../../src/lib/sandbox/pypi-install.ts'
 import {
   allowsConnection,
   builtinProfile,
@@ -358,6 +359,135 @@ describe('other systems', () => {
       ['npx', '-y', '../evil'],
     ])
       assert.equal(recognizeNpx(other), undefined, other.join(' '))
+  })
+
+  it('recognises uvx <package>[==version|@version] command lines, and only those', () => {
+    assert.deepEqual(recognizeUvx(['uvx', 'mcp-server-fetch@2025.4.7', '--flag']), {
+      requirement: 'mcp-server-fetch==2025.4.7',
+      name: 'mcp-server-fetch',
+      args: ['--flag'],
+    })
+    assert.deepEqual(recognizeUvx(['/usr/local/bin/uvx', '-q', 'Some_Pkg==1.0rc1']), {
+      requirement: 'Some_Pkg==1.0rc1',
+      name: 'Some_Pkg',
+      args: [],
+    })
+    assert.deepEqual(recognizeUvx(['uvx', 'pkg']), {requirement: 'pkg', name: 'pkg', args: []})
+    for (const other of [
+      ['uv', 'run', 'x'],
+      ['uvx', '--from', 'git+https://x', 'pkg'],
+      ['uvx', '--with', 'a', 'b'],
+      ['uvx'],
+      ['uvx', '../evil'],
+      ['uvx', 'pkg[extra]'],
+      ['uvx', 'pkg>=1'],
+      ['uvx', 'pkg==1==2'],
+      ['uvx', 'pkg@1@2'],
+      ['uvx', 'pkg==1.0; rm -rf /'],
+      ['uvx', 'pkg @ https://x/pkg.whl'],
+    ])
+      assert.equal(recognizeUvx(other), undefined, other.join(' '))
+  })
+
+  it("finds a wheel's console script as uvx would, and refuses one with none", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-pypi-'))
+    try {
+      const info = join(dir, 'My_Tool-1.0.dist-info')
+      mkdirSync(info)
+      writeFileSync(
+        join(info, 'entry_points.txt'),
+        '[gui_scripts]\nmy-tool-gui = x:y\n\n[console_scripts]\nhelper = a:b\nmy-tool = my_tool:main\n',
+      )
+      assert.equal(consoleScriptOf(dir, 'my.tool'), join(dir, 'bin', 'my-tool'))
+      writeFileSync(join(info, 'entry_points.txt'), '[console_scripts]\nonly-one = a:b\n')
+      assert.equal(consoleScriptOf(dir, 'my-tool'), join(dir, 'bin', 'only-one'))
+      writeFileSync(join(info, 'entry_points.txt'), '[console_scripts]\n../../escape = a:b\n')
+      assert.throws(() => consoleScriptOf(dir, 'my-tool'), /declares no command/)
+      assert.throws(() => consoleScriptOf(dir, 'other'), /other declares no command/)
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+})
+
+describe('the egress proxy against a sandbox that holds on', () => {
+  it(
+    'tunnels whose destination closed are closed after the grace, freeing their slots',
+    {timeout: 20_000},
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'tg-grace-'))
+      const target = createServer((c) => c.end('bye'))
+      await new Promise<void>((r) => target.listen(0, '127.0.0.1', () => r()))
+      const port = (target.address() as {port: number}).port
+      const proxy = await startEgressProxy(
+        join(dir, 'e.sock'),
+        parse({network: {outbound: {allow_host: ['127.0.0.1'], allow_port: [port]}}}),
+        createMemoryLogger(),
+        undefined,
+        {closeGraceMs: 300},
+      )
+      // A client that reads everything but never closes its side (allowHalfOpen).
+      const tunnel = () =>
+        new Promise<{socket: Socket; text: string}>((resolve) => {
+          const socket = connect({path: proxy.socketPath, allowHalfOpen: true})
+          socket.on('error', () => undefined)
+          let text = ''
+          socket.on('data', (d) => (text += d))
+          socket.on('end', () => resolve({socket, text}))
+          socket.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nhost: x\r\n\r\n`)
+        })
+      try {
+        const held = await Promise.all(Array.from({length: 64}, tunnel))
+        assert.ok(held.every((t) => /Connection Established\r\n\r\nbye$/.test(t.text)))
+        await new Promise((r) => setTimeout(r, 800))
+        // All 64 slots were taken by half-open tunnels; after the grace, a new one is served.
+        const next = await tunnel()
+        assert.match(next.text, /^HTTP\/1\.1 200 Connection Established/)
+        for (const t of [...held, next]) t.socket.destroy()
+      } finally {
+        await proxy.close()
+        target.close()
+        rmSync(dir, {recursive: true, force: true})
+      }
+    },
+  )
+
+  it('requests pipelined on one connection open at most 64 upstream connections', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-pipeline-'))
+    let open = 0
+    let most = 0
+    const big = Buffer.alloc(1024 * 1024, 97)
+    const target = createServer((c) => {
+      most = Math.max(most, ++open)
+      c.on('close', () => open--)
+      c.on('error', () => undefined)
+      c.once('data', () =>
+        c.end(
+          Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\ncontent-length: 1048576\r\n\r\n'), big]),
+        ),
+      )
+    })
+    await new Promise<void>((r) => target.listen(0, '127.0.0.1', () => r()))
+    const port = (target.address() as {port: number}).port
+    const proxy = await startEgressProxy(
+      join(dir, 'e.sock'),
+      parse({network: {outbound: {allow_host: ['127.0.0.1'], allow_port: [port]}}}),
+      createMemoryLogger(),
+    )
+    try {
+      const s = connect(proxy.socketPath)
+      s.on('error', () => undefined)
+      s.pause() // never reads
+      s.write(`GET http://127.0.0.1:${port}/ HTTP/1.1\r\nhost: x\r\n\r\n`.repeat(150))
+      await new Promise((r) => setTimeout(r, 1_500))
+      assert.ok(most > 1, `the requests reached the target (${most})`)
+      assert.ok(most <= 64, `${most} upstream connections at once`)
+      s.destroy()
+    } finally {
+      await proxy.close()
+      target.close()
+      rmSync(dir, {recursive: true, force: true})
+    }
   })
 })
 
