@@ -19,7 +19,8 @@ import {seatbeltProfile} from './seatbelt.ts'
  * `run --sandbox` (issue 32): turns a server command into the same command confined by the
  * OS — bubblewrap on Linux (bwrap.ts), sandbox-exec on macOS (seatbelt.ts); Windows is refused.
  * An `npx -y <package>` or `uvx <package>` command is installed outside first and run inside
- * without network (npm-install.ts, pypi-install.ts); a profile that allows some hosts gets the egress proxy (egress-proxy.ts).
+ * without network (npm-install.ts, pypi-install.ts); a profile that allows some hosts gets the
+ * egress proxy (egress-proxy.ts).
  * Nothing ever runs unconfined because a sandbox tool is missing: that is an error naming it.
  */
 
