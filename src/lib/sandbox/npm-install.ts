@@ -42,9 +42,6 @@ export async function installNpmPackage(
   dir: string,
   options: {registry?: string | undefined; env?: NodeJS.ProcessEnv; timeoutMs?: number} = {},
 ): Promise<string> {
-  mkdirSync(dir, {recursive: true, mode: 0o755})
-  // Readable by the sandbox's user (uid 65534 when toolgate runs as root): packages are public.
-  chmodSync(dir, 0o755)
   const args = [
     'install',
     '--ignore-scripts',
@@ -58,17 +55,7 @@ export async function installNpmPackage(
     ...(options.registry ? ['--registry', options.registry] : []),
     pkg.spec,
   ]
-  const {code, output} = await runInstaller(
-    'npm',
-    args,
-    options.env ?? process.env,
-    options.timeoutMs ?? 300_000,
-  )
-  if (code !== 0)
-    throw new ToolgateError(
-      'ERR_UPSTREAM',
-      `npm install ${pkg.spec} failed (exit ${code}) before the sandboxed start:\n${output.trim().split('\n').slice(-10).join('\n')}`,
-    )
+  await installInto(dir, `npm install ${pkg.spec}`, 'npm', args, options)
   return binOf(join(dir, 'node_modules', pkg.name), pkg.name)
 }
 
@@ -98,8 +85,35 @@ export function binOf(packageDir: string, name: string): string {
   return join(packageDir, script)
 }
 
-/** Runs an installer (npm, pip) to its end, keeping the tail of its output for an error. */
-export function runInstaller(
+/**
+ * Runs an installer (npm, pip: `what` names it in the error) that writes into `dir`, made first
+ * and readable by the sandbox's user (uid 65534 when toolgate runs as root: packages are public).
+ * A failure is an error with the last lines of the installer's output.
+ */
+export async function installInto(
+  dir: string,
+  what: string,
+  command: string,
+  args: string[],
+  options: {env?: NodeJS.ProcessEnv; timeoutMs?: number},
+): Promise<void> {
+  mkdirSync(dir, {recursive: true, mode: 0o755})
+  chmodSync(dir, 0o755)
+  const {code, output} = await runInstaller(
+    command,
+    args,
+    options.env ?? process.env,
+    options.timeoutMs ?? 300_000,
+  )
+  if (code !== 0)
+    throw new ToolgateError(
+      'ERR_UPSTREAM',
+      `${what} failed (exit ${code}) before the sandboxed start:\n${output.trim().split('\n').slice(-10).join('\n')}`,
+    )
+}
+
+/** Runs an installer to its end, keeping the tail of its output for an error. */
+function runInstaller(
   command: string,
   args: string[],
   env: NodeJS.ProcessEnv,

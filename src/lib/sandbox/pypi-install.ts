@@ -1,8 +1,8 @@
 import {execFileSync} from 'node:child_process'
-import {chmodSync, mkdirSync, readdirSync, readFileSync, realpathSync} from 'node:fs'
+import {readdirSync, readFileSync, realpathSync} from 'node:fs'
 import {basename, join} from 'node:path'
 import {ToolgateError} from '../errors.ts'
-import {runInstaller} from './npm-install.ts'
+import {installInto} from './npm-install.ts'
 
 /**
  * Installing outside, running inside, for PyPI (issue 32): `uvx <package>[==version|@version]
@@ -79,9 +79,6 @@ export async function installPypiPackage(
   python: PythonRuntime,
   options: {index?: string | undefined; env?: NodeJS.ProcessEnv; timeoutMs?: number} = {},
 ): Promise<string> {
-  mkdirSync(dir, {recursive: true, mode: 0o755})
-  // Readable by the sandbox's user (uid 65534 when toolgate runs as root): packages are public.
-  chmodSync(dir, 0o755)
   const args = [
     '-m',
     'pip',
@@ -96,18 +93,7 @@ export async function installPypiPackage(
     ...(options.index ? ['--index-url', options.index] : []),
     pkg.requirement,
   ]
-  const env = {...(options.env ?? process.env), PIP_NO_INPUT: '1'}
-  const {code, output} = await runInstaller(
-    python.executable,
-    args,
-    env,
-    options.timeoutMs ?? 300_000,
-  )
-  if (code !== 0)
-    throw new ToolgateError(
-      'ERR_UPSTREAM',
-      `pip install ${pkg.requirement} failed (exit ${code}) before the sandboxed start:\n${output.trim().split('\n').slice(-10).join('\n')}`,
-    )
+  await installInto(dir, `pip install ${pkg.requirement}`, python.executable, args, options)
   return consoleScriptOf(dir, pkg.name)
 }
 
