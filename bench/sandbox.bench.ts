@@ -14,7 +14,7 @@ import {spawn} from 'node:child_process'
 import {join} from 'node:path'
 import {createMemoryLogger} from '../src/lib/log/logger.ts'
 import {builtinProfile, parsePermissionProfile} from '../src/lib/sandbox/profile.ts'
-import {prepareSandbox} from '../src/lib/sandbox/sandbox.ts'
+import {prepareSandbox, type PreparedSandbox} from '../src/lib/sandbox/sandbox.ts'
 import {ROOT} from './helpers/processes.ts'
 import {fmt, table} from './helpers/table.ts'
 
@@ -51,12 +51,17 @@ function download(url: string, curlFlags = ''): string[] {
   return ['/bin/sh', '-c', `${curl} | cat > /dev/null`]
 }
 
-/** MB/s of one curl download (`download`). */
-function curl(command: string[], env: NodeJS.ProcessEnv): Promise<number> {
+/** MB/s of one curl download (`download`), started as `run` as toolgate starts a server. */
+function curl(run: Pick<PreparedSandbox, 'command' | 'env' | 'channel'>): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command[0]!, command.slice(1), {env, stdio: ['ignore', 'ignore', 'pipe']})
+    const {command, env, channel} = run
+    const child = spawn(command[0]!, command.slice(1), {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe', ...(channel ? ['ipc' as const] : [])],
+    })
+    channel?.(child)
     let out = ''
-    child.stderr.on('data', (d) => (out += d))
+    child.stderr!.on('data', (d) => (out += d))
     child.on('error', reject)
     child.on('exit', (code) => {
       const speed = Number(out.trim()) // bytes/s (curl's speed_download)
@@ -128,10 +133,10 @@ try {
     {logger},
   )
   for (let i = 0; i < 5; i++) {
-    direct.push(await curl(download(url), process.env))
-    boxedDirect.push(await curl(viaHost.command, viaHost.env))
-    proxied.push(await curl(viaProxy.command, viaProxy.env))
-    tunneled.push(await curl(viaTunnel.command, viaTunnel.env))
+    direct.push(await curl({command: download(url), env: process.env}))
+    boxedDirect.push(await curl(viaHost))
+    proxied.push(await curl(viaProxy))
+    tunneled.push(await curl(viaTunnel))
   }
   await viaProxy.close()
   await viaHost.close()

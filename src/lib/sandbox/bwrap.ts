@@ -15,7 +15,8 @@ import type {PermissionProfile} from './profile.ts'
  * - PID, IPC, UTS and user namespaces, no new privileges, killed when toolgate goes
  *   (`--die-with-parent`);
  * - its own network namespace with loopback only, unless the profile allows all outbound
- *   traffic; the egress proxy's socket is bound in for the init's forwarder (init-source.ts);
+ *   traffic; the init listens on the egress port there and hands the listening socket to
+ *   toolgate's egress proxy (init-source.ts);
  * - as root, the server runs as an unprivileged user (uid/gid 65534): bwrap sets the sandbox up
  *   with root's rights and setpriv drops them inside before anything of the server runs. (A user
  *   namespace of root's would only rename root, who could still read /etc/shadow.)
@@ -33,9 +34,9 @@ export interface BwrapPlan {
   extraRead: string[]
   /** toolgate's own directories: never visible, even inside a bound path. */
   hidden: string[]
-  /** The init program to start inside (init-source.ts) and the egress socket it forwards to. */
+  /** The init program to start inside (init-source.ts) and the egress port it listens on. */
   init: {command: string; args: string[]}
-  egress?: {socketPath: string; port: number} | undefined
+  egressPort?: number | undefined
   /** Run the server as this user (toolgate runs as root). */
   dropTo?: {uid: number; gid: number} | undefined
 }
@@ -86,7 +87,6 @@ export function bwrapCommand(bwrap: string, plan: BwrapPlan): {command: string; 
   }
   for (const p of plan.profile.write) add('rw', p)
   for (const p of [...plan.extraRead, ...plan.profile.read]) add('ro', p)
-  if (plan.egress) add('ro', dirname(plan.egress.socketPath))
   // Parents before children, so a `write` path inside a `read` one stays writable.
   mounts.sort((x, y) => x.path.split(sep).length - y.path.split(sep).length)
   for (const m of mounts) {
@@ -122,8 +122,7 @@ export function bwrapCommand(bwrap: string, plan: BwrapPlan): {command: string; 
   a.push(
     plan.init.command,
     ...plan.init.args,
-    plan.egress?.socketPath ?? '-',
-    String(plan.egress?.port ?? 0),
+    plan.egressPort === undefined ? '-' : String(plan.egressPort),
     plan.command,
     ...plan.args,
   )

@@ -1,9 +1,7 @@
 import type {IncomingMessage, Server, ServerResponse} from 'node:http'
-import {connect, type Socket} from 'node:net'
+import {connect, Server as NetServer, type AddressInfo, type Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
-import {closeGracefully} from '../http/listen.ts'
 import {Agent, createServer, request} from '../http/node-http.ts'
-import {listenOnSocket} from '../http/private-socket.ts'
 import type {Logger} from '../log/logger.ts'
 import {limitConnections, SERVER_LIMITS} from '../proxy/server-limits.ts'
 import {endToEndHeaders} from '../proxy/hop-by-hop.ts'
@@ -11,8 +9,9 @@ import {allowsConnection, type PermissionProfile} from './profile.ts'
 import {relayTo} from './relay.ts'
 
 /**
- * The sandbox's one way out (issue 32): an HTTP proxy on a unix socket that the sandbox reaches
- * through a loopback forwarder inside it (init-source.ts). It allows exactly the profile's
+ * The sandbox's one way out (issue 32): an HTTP proxy that accepts the connections of the
+ * sandbox's own loopback port, whose listening socket the init inside hands over (init-source.ts,
+ * egress-channel.ts), so a download is copied once, here. It allows exactly the profile's
  * `allow_host` × `allow_port` and answers everything else 403; every connection, allowed or
  * refused, is a log line (`egress`, host, port, decision). HTTPS goes through `CONNECT` (the
  * proxy never sees inside the TLS); plain HTTP as absolute-form requests, forwarded with
@@ -21,15 +20,27 @@ import {relayTo} from './relay.ts'
  */
 
 export interface EgressProxy {
-  socketPath: string
+  /**
+   * Serves proxy connections on `where` until the returned listener is closed: a listening
+   * socket handed over (the sandbox's own loopback port, from its init: egress-channel.ts), or a
+   * port on this machine's loopback (0: any free one) where there is no network namespace.
+   */
+  serve(where: NetServer | {host: string; port: number}): Promise<EgressListener>
+  /** Closes every listener and every connection. */
+  close(): Promise<void>
+}
+
+export interface EgressListener {
+  port: number
   close(): Promise<void>
 }
 
 const CONNECT_TIMEOUT_MS = 10_000
 // A tunnel with no byte either way for this long is closed (SSE streams send keep-alives sooner).
 const TUNNEL_IDLE_MS = 10 * 60_000
-// Each tunnel holds a 1 MiB relay buffer (relay.ts) and node's buffers of its two sockets
-// (about 2 MiB in all when both directions stall): about 128 MiB at most.
+// Per listener (one sandbox). Each tunnel holds a 1 MiB relay buffer (relay.ts) and node's
+// buffers of its two sockets (about 2 MiB in all when both directions stall): about 128 MiB at
+// most.
 const MAX_CONNECTIONS = 64
 // After the destination closed a tunnel cleanly: how long the client has to read the rest.
 const TUNNEL_CLOSE_GRACE_MS = 30_000
@@ -43,14 +54,13 @@ export function parseAuthority(text: string): {host: string; port: number} | und
   return {host: m[1]!.replace(/^\[|\]$/g, ''), port}
 }
 
-export async function startEgressProxy(
-  socketPath: string,
+export function startEgressProxy(
   profile: PermissionProfile,
   logger: Logger,
   onDecision?: (decision: 'allow' | 'deny') => void,
   /** Tests shorten the grace a client has after a tunnel's destination closed. */
   limits: {closeGraceMs?: number} = {},
-): Promise<EgressProxy> {
+): EgressProxy {
   const closeGraceMs = limits.closeGraceMs ?? TUNNEL_CLOSE_GRACE_MS
   const log = logger.child({component: 'egress'})
   const decide = (host: string, port: number, method: string): boolean => {
@@ -59,20 +69,56 @@ export async function startEgressProxy(
     onDecision?.(allowed ? 'allow' : 'deny')
     return allowed
   }
+  const listeners = new Set<EgressListener>()
 
-  const server: Server = createServer(SERVER_LIMITS, (req, res) => forwardPlain(req, res))
-  // Plain-http requests open at most MAX_CONNECTIONS upstream connections in all, however many
-  // a client pipelines on one connection: each waiting response holds memory.
-  const agent = new Agent({
-    keepAlive: false,
-    maxSockets: MAX_CONNECTIONS,
-    maxTotalSockets: MAX_CONNECTIONS,
-  })
-  limitConnections(server, MAX_CONNECTIONS, log)
+  async function serve(where: NetServer | {host: string; port: number}): Promise<EgressListener> {
+    // A server of its own per listener: each sandbox has its own connection limit, and node's
+    // header and request timeouts run only on a listening server.
+    const server: Server = createServer(SERVER_LIMITS, (req, res) => {
+      if (!refused(req.socket)) forwardPlain(req, res, agent)
+    })
+    // Plain-http requests open at most MAX_CONNECTIONS upstream connections in all, however
+    // many a client pipelines on one connection: each waiting response holds memory.
+    const agent = new Agent({
+      keepAlive: false,
+      maxSockets: MAX_CONNECTIONS,
+      maxTotalSockets: MAX_CONNECTIONS,
+    })
+    const refused = limitConnections(server, MAX_CONNECTIONS, log)
+    // Every client socket, tunnels included (node:http forgets a socket once it is a tunnel).
+    const sockets = new Set<Socket>()
+    server.on('connection', (socket: Socket) => {
+      sockets.add(socket)
+      socket.once('close', () => sockets.delete(socket))
+    })
+    server.on('connect', (req: IncomingMessage, duplex: Duplex, head: Buffer) => {
+      if (!refused(duplex as Socket)) tunnel(req, duplex as Socket, head)
+    })
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      const done = () => {
+        server.off('error', reject)
+        resolve()
+      }
+      if (where instanceof NetServer) server.listen(where, done)
+      else server.listen(where.port, where.host, done)
+    })
+    const listener: EgressListener = {
+      port: (server.address() as AddressInfo).port,
+      close: async () => {
+        listeners.delete(listener)
+        const closed = new Promise((resolve) => server.close(resolve))
+        for (const socket of sockets) socket.destroy()
+        agent.destroy()
+        await closed
+      },
+    }
+    listeners.add(listener)
+    return listener
+  }
 
   // CONNECT host:port — a tunnel (HTTPS, or anything TCP the profile allows).
-  server.on('connect', (req: IncomingMessage, duplex: Duplex, head: Buffer) => {
-    const client = duplex as Socket // what node:http hands over for CONNECT
+  function tunnel(req: IncomingMessage, client: Socket, head: Buffer): void {
     client.on('error', () => undefined)
     // The client's side has a clock of its own: a tunnel the sandbox leaves open is closed.
     client.setTimeout(TUNNEL_IDLE_MS, () => client.destroy())
@@ -124,10 +170,14 @@ export async function startEgressProxy(
       if (hadError) client.destroy()
       else client.setTimeout(closeGraceMs)
     })
-  })
+  }
 
   // GET http://host:port/path — plain HTTP through the proxy.
-  function forwardPlain(req: IncomingMessage, res: ServerResponse): void {
+  function forwardPlain(
+    req: IncomingMessage,
+    res: ServerResponse,
+    agent: InstanceType<typeof Agent>,
+  ): void {
     let url: URL
     try {
       url = new URL(req.url ?? '')
@@ -166,12 +216,10 @@ export async function startEgressProxy(
     req.pipe(out)
   }
 
-  await listenOnSocket(server, socketPath)
   return {
-    socketPath,
+    serve,
     close: async () => {
-      await closeGracefully(server, 500)
-      agent.destroy()
+      await Promise.all([...listeners].map((l) => l.close()))
     },
   }
 }

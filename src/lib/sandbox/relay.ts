@@ -7,8 +7,7 @@ import type {Socket} from 'node:net'
  * until it is flushed (backpressure, and the buffer is never overwritten while it is being sent).
  * Node's `pipe` allocates a fresh 64 KiB buffer per read instead: a relay through it cost three
  * times the CPU per megabyte here, and a 256 KiB buffer a third more than 1 MiB
- * (bench/sandbox.bench.ts). Pages of the buffer are touched only as far as reads fill them. The
- * sandbox's inside forwarder does the same in plain JavaScript (init-source.ts).
+ * (bench/sandbox.bench.ts). Pages of the buffer are touched only as far as reads fill them.
  */
 export const RELAY_BUFFER_BYTES = 1024 * 1024
 

@@ -1,12 +1,13 @@
-import {chownSync, realpathSync, statSync} from 'node:fs'
+import type {ChildProcess} from 'node:child_process'
+import {realpathSync, statSync} from 'node:fs'
 import {delimiter, dirname, isAbsolute, join, resolve} from 'node:path'
 import {xdgDirs} from '../config/xdg.ts'
 import {ToolgateError} from '../errors.ts'
-import {privateSocket} from '../http/private-socket.ts'
 import type {Logger} from '../log/logger.ts'
 import {bwrapCommand, findBwrap} from './bwrap.ts'
 import {isSingleExecutable} from '../cli/self.ts'
 import {findOnPath} from '../fs/path-lookup.ts'
+import {acceptEgressListener} from './egress-channel.ts'
 import {startEgressProxy, type EgressProxy} from './egress-proxy.ts'
 import {SANDBOX_INIT_FLAG} from './init-flag.ts'
 import {SANDBOX_INIT_SOURCE} from './init-source.ts'
@@ -39,12 +40,17 @@ export interface PreparedSandbox {
   env: NodeJS.ProcessEnv
   /** The profile in force (shown by `list`). */
   profile: PermissionProfile
+  /**
+   * When set, the command must be started with an IPC channel (stdio 'ipc') and its child
+   * process handed here: the sandbox's init sends its egress listener over it (egress-channel.ts).
+   */
+  channel?: ((child: ChildProcess) => void) | undefined
   close(): Promise<void>
 }
 
 /** The unprivileged user a server runs as when toolgate runs as root (nobody/nogroup). */
 export const SANDBOX_UID = 65534
-/** The loopback port of the egress forwarder inside the sandbox (its own network namespace). */
+/** The egress proxy's port on the sandbox's own loopback (its own network namespace). */
 export const EGRESS_PORT_INSIDE = 3128
 const NPM_REGISTRY = 'https://registry.npmjs.org/'
 const PYPI_HOSTS = ['pypi.org', 'files.pythonhosted.org']
@@ -125,7 +131,6 @@ export async function prepareSandbox(
   const hidden = [dirs.config, dirs.data, dirs.state, join(home, '.local', 'share', 'keyrings')]
 
   let egress: EgressProxy | undefined
-  let removeSocket: (() => Promise<void>) | undefined
   const sandboxEnv: NodeJS.ProcessEnv = {...serverEnv, HOME: home}
   // `#!/usr/bin/env node` scripts find the same Node inside.
   sandboxEnv.PATH = [dirname(node), serverEnv.PATH ?? env.PATH ?? '/usr/bin:/bin'].join(delimiter)
@@ -135,15 +140,13 @@ export async function prepareSandbox(
     sandboxEnv.PYTHONNOUSERSITE = '1'
     sandboxEnv.PYTHONDONTWRITEBYTECODE = '1'
   }
+  // Inside bubblewrap the egress proxy's port is the sandbox's own loopback; macOS has no network
+  // namespace, so there it is a port of this machine's loopback, the only one the profile allows.
+  let egressPort = EGRESS_PORT_INSIDE
   if (needsEgressProxy(profile)) {
-    const socket = await privateSocket('egress')
-    removeSocket = socket.remove
-    egress = await startEgressProxy(socket.path, profile, deps.logger, deps.onEgress)
-    if (dropTo !== undefined) {
-      chownSync(dirname(socket.path), dropTo, dropTo)
-      chownSync(socket.path, dropTo, dropTo)
-    }
-    const proxyUrl = `http://127.0.0.1:${EGRESS_PORT_INSIDE}`
+    egress = startEgressProxy(profile, deps.logger, deps.onEgress)
+    if (platform === 'darwin') egressPort = (await egress.serve({host: '127.0.0.1', port: 0})).port
+    const proxyUrl = `http://127.0.0.1:${egressPort}`
     for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'])
       sandboxEnv[name] = proxyUrl
     // Everything goes through the proxy, loopback included: inside, loopback is the sandbox's own.
@@ -154,7 +157,6 @@ export async function prepareSandbox(
   }
   const close = async () => {
     await egress?.close()
-    await removeSocket?.()
   }
 
   try {
@@ -164,6 +166,7 @@ export async function prepareSandbox(
         extraRead,
         tmpDir: join('/private/tmp', `toolgate-${request.workload}`),
         hidden,
+        egressPort: egress ? egressPort : undefined,
       })
       return {command: ['sandbox-exec', '-p', text, ...server], env: sandboxEnv, profile, close}
     }
@@ -176,10 +179,17 @@ export async function prepareSandbox(
       extraRead,
       hidden,
       init: initProgram(),
-      egress: egress ? {socketPath: egress.socketPath, port: EGRESS_PORT_INSIDE} : undefined,
+      egressPort: egress ? EGRESS_PORT_INSIDE : undefined,
       dropTo: dropTo !== undefined ? {uid: dropTo, gid: dropTo} : undefined,
     })
-    return {command: [wrapped.command, ...wrapped.args], env: sandboxEnv, profile, close}
+    const proxy = egress
+    return {
+      command: [wrapped.command, ...wrapped.args],
+      env: sandboxEnv,
+      profile,
+      close,
+      channel: proxy && ((child) => acceptEgressListener(child, proxy, deps.logger)),
+    }
   } catch (err) {
     await close()
     throw err

@@ -14,6 +14,8 @@ export interface SpawnOptions {
   cwd?: string
   /** stdio servers talk on stdin/stdout; HTTP servers get stdin closed. */
   stdinOpen: boolean
+  /** Started with an IPC channel (a fourth stdio), handed here with the child (a sandbox's). */
+  channel?: ((child: ChildProcess) => void) | undefined
 }
 
 export interface ExitInfo {
@@ -31,10 +33,16 @@ export function spawnServer(options: SpawnOptions): Promise<ServerProcess> {
   const child = spawn(options.command, options.args, {
     env: options.env,
     ...(options.cwd ? {cwd: options.cwd} : {}),
-    stdio: [options.stdinOpen ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    stdio: [
+      options.stdinOpen ? 'pipe' : 'ignore',
+      'pipe',
+      'pipe',
+      ...(options.channel ? ['ipc' as const] : []),
+    ],
     detached: process.platform !== 'win32',
     windowsHide: true,
   })
+  options.channel?.(child)
   const exited = new Promise<ExitInfo>((resolve) => {
     child.once('exit', (code, signal) => resolve({code, signal}))
   })

@@ -1,3 +1,4 @@
+import type {ChildProcess} from 'node:child_process'
 import {connect} from 'node:net'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {startBridge, type Bridge} from '../bridge/bridge-server.ts'
@@ -39,6 +40,8 @@ export interface LocalServerSpec {
   idleTimeoutMs: number
   maxProcesses: number
   stopTimeoutMs: number
+  /** Each server process gets an IPC channel, handed here (a sandbox's: sandbox.ts). */
+  channel?: ((child: ChildProcess) => void) | undefined
 }
 
 export interface LocalServerHooks {
@@ -87,7 +90,7 @@ export async function startLocalServer(
     tail.add(chunk)
     hooks.echo?.(chunk)
   }
-  const spawn = () => spawnServer({command, args, env, stdinOpen: stdio})
+  const spawn = () => spawnServer({command, args, env, stdinOpen: stdio, channel: spec.channel})
   const laneOptions: LaneOptions = {
     logger,
     requestTimeoutMs: spec.requestTimeoutMs,

@@ -220,6 +220,7 @@ export async function startWorkload(
           idleTimeoutMs: spec.idleTimeoutMs,
           maxProcesses: spec.maxProcesses,
           stopTimeoutMs: spec.stopTimeoutMs,
+          channel: sandbox?.channel,
         },
         {
           logger,

@@ -30,6 +30,7 @@ import {
   parsePermissionProfile,
 } from '../../../src/lib/sandbox/profile.ts'
 import {SANDBOX_INIT_SOURCE} from '../../../src/lib/sandbox/init-source.ts'
+import {acceptEgressListener} from '../../../src/lib/sandbox/egress-channel.ts'
 import {prepareSandbox} from '../../../src/lib/sandbox/sandbox.ts'
 import {seatbeltProfile} from '../../../src/lib/sandbox/seatbelt.ts'
 import {freePort} from '../../helpers/mcp-upstream.ts'
@@ -119,31 +120,29 @@ describe('permission profiles', () => {
 })
 
 describe('the egress proxy against a hostile client', () => {
-  let dir: string
   let proxy: EgressProxy
+  let proxyPort: number
   let target: ReturnType<typeof createServer>
   let targetPort: number
   const logger = createMemoryLogger()
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'tg-egress-'))
     target = createServer((c) => c.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok'))
     await new Promise<void>((r) => target.listen(0, '127.0.0.1', () => r()))
     targetPort = (target.address() as {port: number}).port
-    proxy = await startEgressProxy(
-      join(dir, 'e.sock'),
+    proxy = startEgressProxy(
       parse({network: {outbound: {allow_host: ['127.0.0.1'], allow_port: [targetPort]}}}),
       logger,
     )
+    proxyPort = (await proxy.serve({host: '127.0.0.1', port: 0})).port
   })
   after(async () => {
     await proxy.close()
     target.close()
-    rmSync(dir, {recursive: true, force: true})
   })
 
   const raw = (text: string) =>
     new Promise<string>((resolve) => {
-      const s = connect(proxy.socketPath)
+      const s = connect(proxyPort, '127.0.0.1')
       let out = ''
       s.on('data', (d) => (out += d.toString()))
       s.on('close', () => resolve(out))
@@ -207,7 +206,8 @@ describe('the egress proxy against a hostile client', () => {
     const body = await new Promise<string>((resolve, reject) => {
       const req = request(
         {
-          socketPath: proxy.socketPath,
+          host: '127.0.0.1',
+          port: proxyPort,
           path: `http://127.0.0.1:${targetPort}/x`,
           headers: {'proxy-authorization': 'Basic x'},
         },
@@ -260,7 +260,7 @@ describe('the bwrap command line', () => {
         text.indexOf('--ro-bind-try /home/u /home/u'),
       'masked after the bind',
     )
-    assert.match(text, /-- \/opt\/node\/bin\/node -e init -- - 0 \/usr\/bin\/node server\.js$/)
+    assert.match(text, /-- \/opt\/node\/bin\/node -e init -- - \/usr\/bin\/node server\.js$/)
   })
 
   it('as root: privileged bwrap, the server dropped to uid 65534 inside before it starts', () => {
@@ -273,13 +273,14 @@ describe('the bwrap command line', () => {
     )
   })
 
-  it('insecure_allow_all shares the network; allowed hosts bind the egress socket in', () => {
+  it('insecure_allow_all shares the network; allowed hosts give the init the egress port', () => {
     assert.ok(plan({profile: builtinProfile('network')}).args.includes('--share-net'))
-    const text = plan({egress: {socketPath: '/tmp/toolgate-x/egress.sock', port: 3128}}).args.join(
-      ' ',
+    const {args} = plan({egressPort: 3128})
+    assert.ok(args.includes('--unshare-net'))
+    assert.match(
+      args.join(' '),
+      /-- \/opt\/node\/bin\/node -e init -- 3128 \/usr\/bin\/node server\.js$/,
     )
-    assert.match(text, /--ro-bind-try \/tmp\/toolgate-x \/tmp\/toolgate-x/)
-    assert.match(text, /-- \/tmp\/toolgate-x\/egress\.sock 3128 \/usr\/bin\/node server\.js$/)
   })
 })
 
@@ -326,6 +327,45 @@ describe('other systems', () => {
       /\(allow network\*\)/,
     )
   })
+
+  it('macOS: the egress proxy listens on a loopback port, the only one the profile allows', () =>
+    withEgress(
+      (c) => c.end('from the destination'),
+      async (_proxy, targetPort) => {
+        const prepared = await prepareSandbox(
+          [process.execPath, '-e', '0'],
+          {},
+          {
+            workload: 'w',
+            profile: parse({
+              network: {outbound: {allow_host: ['127.0.0.1'], allow_port: [targetPort]}},
+            }),
+          },
+          {logger: createMemoryLogger(), platform: 'darwin'},
+        )
+        try {
+          assert.equal(prepared.command[0], 'sandbox-exec')
+          assert.equal(prepared.channel, undefined)
+          const port = Number(new URL(prepared.env.HTTPS_PROXY!).port)
+          assert.ok(port > 0)
+          assert.match(
+            prepared.command[2]!,
+            new RegExp(`\\(allow network-outbound \\(remote tcp "localhost:${port}"\\)\\)`),
+          )
+          const text = await new Promise<string>((resolve, reject) => {
+            const s = connect(port, '127.0.0.1')
+            let out = ''
+            s.on('data', (d) => (out += d))
+            s.on('end', () => resolve(out))
+            s.on('error', reject)
+            s.write(`CONNECT 127.0.0.1:${targetPort} HTTP/1.1\r\nhost: x\r\n\r\n`)
+          })
+          assert.equal(text, 'HTTP/1.1 200 Connection Established\r\n\r\nfrom the destination')
+        } finally {
+          await prepared.close()
+        }
+      },
+    ))
 
   it('Windows: --sandbox is refused with a clear error', async () => {
     await assert.rejects(
@@ -416,26 +456,30 @@ describe('other systems', () => {
  */
 async function withEgress(
   onConnection: (c: Socket) => void,
-  use: (proxy: EgressProxy, port: number) => Promise<void>,
+  use: (
+    proxy: {connect: (options?: {allowHalfOpen?: boolean}) => Socket},
+    port: number,
+  ) => Promise<void>,
   limits?: {closeGraceMs?: number},
 ): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'tg-egress-'))
   const target = createServer(onConnection)
   await new Promise<void>((r) => target.listen(0, '127.0.0.1', () => r()))
   const port = (target.address() as {port: number}).port
-  const proxy = await startEgressProxy(
-    join(dir, 'e.sock'),
+  const proxy = startEgressProxy(
     parse({network: {outbound: {allow_host: ['127.0.0.1'], allow_port: [port]}}}),
     createMemoryLogger(),
     undefined,
     limits,
   )
+  const listener = await proxy.serve({host: '127.0.0.1', port: 0})
   try {
-    await use(proxy, port)
+    await use(
+      {connect: (options) => connect({...options, host: '127.0.0.1', port: listener.port})},
+      port,
+    )
   } finally {
     await proxy.close()
     target.close()
-    rmSync(dir, {recursive: true, force: true})
   }
 }
 
@@ -450,7 +494,7 @@ describe('the egress proxy against a sandbox that holds on', () => {
           // A client that reads everything but never closes its side (allowHalfOpen).
           const tunnel = () =>
             new Promise<{socket: Socket; text: string}>((resolve) => {
-              const socket = connect({path: proxy.socketPath, allowHalfOpen: true})
+              const socket = proxy.connect({allowHalfOpen: true})
               socket.on('error', () => undefined)
               let text = ''
               socket.on('data', (d) => (text += d))
@@ -482,7 +526,7 @@ describe('the egress proxy against a sandbox that holds on', () => {
         c.once('data', () => c.end(Buffer.concat([head, big])))
       },
       async (proxy, port) => {
-        const s = connect(proxy.socketPath)
+        const s = proxy.connect()
         s.on('error', () => undefined)
         s.pause() // never reads
         s.write(`GET http://127.0.0.1:${port}/ HTTP/1.1\r\nhost: x\r\n\r\n`.repeat(150))
@@ -520,7 +564,7 @@ describe('the relays carry every byte, in order, to a slow reader', () => {
     withEgress(
       (c) => c.end(payload),
       async (proxy, port) => {
-        const s = connect(proxy.socketPath)
+        const s = proxy.connect()
         s.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nhost: x\r\n\r\n`)
         const established = 'HTTP/1.1 200 Connection Established\r\n\r\n'
         const got = await slowRead(s)
@@ -529,43 +573,100 @@ describe('the relays carry every byte, in order, to a slow reader', () => {
         assert.equal(digest(got.subarray(established.length)), digest(payload))
       },
     ))
+})
 
-  it("through the sandbox's inside forwarder (loopback port to the egress socket)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'tg-relay-'))
-    const socketPath = join(dir, 'e.sock')
-    const egress = createServer((c) => c.end(payload))
-    await new Promise<void>((r) => egress.listen(socketPath, () => r()))
-    const port = await freePort()
-    const init = spawn(
+describe("the sandbox's init hands its listener to the egress proxy", () => {
+  /** Starts the init (no sandbox around it: the handover is what is tested) with `server`. */
+  const startInit = (port: number | '-', server: string) =>
+    spawn(
       process.execPath,
       [
         '-e',
         `(${SANDBOX_INIT_SOURCE})(process.argv.slice(1))`,
         '--',
-        socketPath,
         String(port),
         process.execPath,
         '-e',
-        'setTimeout(() => {}, 60_000)',
+        server,
       ],
-      {stdio: 'ignore'},
+      {stdio: ['ignore', 'pipe', 'inherit', 'ipc']},
     )
-    try {
-      let s: Socket | undefined
-      for (let i = 0; i < 100 && !s; i++) {
-        s = await new Promise<Socket | undefined>((resolve) => {
-          const c = connect(port, '127.0.0.1', () => resolve(c))
-          c.once('error', () => setTimeout(() => resolve(undefined), 50))
-        })
-      }
-      assert.ok(s, 'the forwarder listens')
-      const got = await slowRead(s)
-      assert.equal(got.length, payload.length)
-      assert.equal(digest(got), digest(payload))
-    } finally {
-      init.kill('SIGKILL')
-      egress.close()
-      rmSync(dir, {recursive: true, force: true})
-    }
+  const output = (child: ReturnType<typeof spawn>) =>
+    new Promise<string>((resolve) => {
+      let out = ''
+      child.stdout!.on('data', (d) => (out += d))
+      child.on('exit', () => resolve(out))
+    })
+
+  it('the server reaches the egress proxy on its loopback port, and never holds the channel', () =>
+    withEgress(
+      (c) => c.end('from the destination'),
+      async (_proxy, targetPort) => {
+        const egress = startEgressProxy(
+          parse({network: {outbound: {allow_host: ['127.0.0.1'], allow_port: [targetPort]}}}),
+          createMemoryLogger(),
+        )
+        const port = await freePort()
+        // The server: which descriptors beyond stdio it holds, then a CONNECT to the proxy.
+        const init = startInit(
+          port,
+          `const fs = require('fs')
+          const sockets = fs.readdirSync('/proc/self/fd').filter((fd) => {
+            try { return fd > 2 && fs.readlinkSync('/proc/self/fd/' + fd).startsWith('socket:') } catch { return false }
+          })
+          const c = require('net').connect(${port}, '127.0.0.1')
+          let text = ''
+          c.on('data', (d) => (text += d))
+          c.on('end', () => console.log(JSON.stringify({sockets, channel: process.env.NODE_CHANNEL_FD ?? null, send: typeof process.send, text})))
+          c.write('CONNECT 127.0.0.1:${targetPort} HTTP/1.1\\r\\nhost: x\\r\\n\\r\\n')`,
+        )
+        acceptEgressListener(init, egress, createMemoryLogger())
+        try {
+          const seen = JSON.parse(await output(init)) as Record<string, unknown>
+          assert.deepEqual(seen.sockets, [], 'no socket of the channel or the listener')
+          assert.equal(seen.channel, null)
+          assert.equal(seen.send, 'undefined')
+          assert.equal(seen.text, 'HTTP/1.1 200 Connection Established\r\n\r\nfrom the destination')
+        } finally {
+          init.kill('SIGKILL')
+          await egress.close()
+        }
+      },
+    ))
+
+  it('takes one listening socket and nothing else: other messages are dropped, the channel closed', async () => {
+    const logger = createMemoryLogger()
+    const egress = startEgressProxy(builtinProfile('none'), logger)
+    const hostile = spawn(
+      process.execPath,
+      [
+        '-e',
+        `process.send({toolgate: 'something else'})
+        process.on('disconnect', () => console.log('disconnected'))
+        setTimeout(() => console.log('still connected'), 5000)`,
+      ],
+      {stdio: ['ignore', 'pipe', 'inherit', 'ipc']},
+    )
+    acceptEgressListener(hostile, egress, logger)
+    const out = await new Promise<string>((resolve) =>
+      hostile.stdout!.once('data', (d) => resolve(String(d))),
+    )
+    hostile.kill('SIGKILL')
+    await egress.close()
+    assert.equal(out.trim(), 'disconnected')
+    assert.match(logger.lines.join('\n'), /unexpected message on its channel: ignored/)
+  })
+
+  it('without a channel the init refuses to start the server', async () => {
+    const init = spawn(
+      process.execPath,
+      ['-e', `(${SANDBOX_INIT_SOURCE})(process.argv.slice(1))`, '--', '3128', '/bin/true'],
+      {stdio: ['ignore', 'ignore', 'pipe']},
+    )
+    let err = ''
+    init.stderr!.on('data', (d) => (err += d))
+    const code = await new Promise((resolve) => init.on('exit', resolve))
+    assert.equal(code, 126)
+    assert.match(err, /toolgate sandbox: no channel to toolgate for the egress proxy/)
   })
 })
