@@ -25,7 +25,7 @@ if (
     (json ? JSON.stringify({event: 'version', ...versionInfo()}) : versionLine()) + '\n',
   )
 } else if (args[0] === SANDBOX_INIT_FLAG) {
-  // Inside a sandbox: the loopback forwarder, then the server (lib/sandbox/init-source.ts).
+  // Inside a sandbox: the egress listener handed to toolgate, then the server (lib/sandbox/init-source.ts).
   void import('../src/lib/sandbox/init-source.ts').then((m) => m.runSandboxInit(args.slice(1)))
 } else if (isWorkloadChild(args)) {
   // A detached run's background process skips oclif altogether (lib/workloads/child-main.ts), as

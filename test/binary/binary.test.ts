@@ -20,7 +20,14 @@ import {
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
-import {spawnSync} from 'node:child_process'
+import {spawn, spawnSync} from 'node:child_process'
+import {createServer, type AddressInfo} from 'node:net'
+import {createMemoryLogger} from '../../src/lib/log/logger.ts'
+import {acceptEgressListener} from '../../src/lib/sandbox/egress-channel.ts'
+import {startEgressProxy} from '../../src/lib/sandbox/egress-proxy.ts'
+import {SANDBOX_INIT_FLAG} from '../../src/lib/sandbox/init-flag.ts'
+import {parsePermissionProfile} from '../../src/lib/sandbox/profile.ts'
+import {freePort} from '../helpers/mcp-upstream.ts'
 import {
   cleanEnv,
   NODE,
@@ -343,6 +350,44 @@ describe(
         }
       },
     )
+
+    test('inside a sandbox, its init hands the egress listener to toolgate over the channel', async () => {
+      // The destination, and an egress proxy that allows only it (toolgate's side, from source).
+      const target = createServer((c) => c.end('from the destination'))
+      await new Promise<void>((r) => target.listen(0, '127.0.0.1', () => r()))
+      const targetPort = (target.address() as AddressInfo).port
+      const egress = startEgressProxy(
+        parsePermissionProfile(
+          {network: {outbound: {allow_host: ['127.0.0.1'], allow_port: [targetPort]}}},
+          'p.json',
+          work,
+          home,
+        ),
+        createMemoryLogger(),
+      )
+      const port = await freePort()
+      // The "server" after the init: a CONNECT through the egress port, its answer printed.
+      const server = `const c = require('net').connect(${port}, '127.0.0.1'); let t = ''; c.on('data', (d) => (t += d)); c.on('end', () => console.log(JSON.stringify(t))); c.write('CONNECT 127.0.0.1:${targetPort} HTTP/1.1\\r\\n\\r\\n')`
+      const init = spawn(bin, [SANDBOX_INIT_FLAG, String(port), NODE, '-e', server], {
+        env: cleanEnv(home),
+        stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+      })
+      acceptEgressListener(init, egress, createMemoryLogger())
+      try {
+        let out = ''
+        init.stdout!.on('data', (d) => (out += d))
+        const code = await new Promise((resolve) => init.on('exit', resolve))
+        assert.equal(code, 0)
+        assert.equal(
+          JSON.parse(out),
+          'HTTP/1.1 200 Connection Established\r\n\r\nfrom the destination',
+        )
+      } finally {
+        init.kill('SIGKILL')
+        await egress.close()
+        target.close()
+      }
+    })
 
     test(
       'the embedded native keyring addon stores and reads the secrets password in the real OS keyring',
