@@ -15,11 +15,14 @@ export interface Relay {
   onread: {buffer: Buffer; callback: (bytes: number, buffer: Buffer) => boolean}
   /** Names the socket the reads come from (made with `onread`); ends `to` when it ends. */
   from(source: Socket): void
+  /** Bytes relayed so far. */
+  readonly bytes: number
 }
 
 export function relayTo(to: Socket): Relay {
   let source: Socket | undefined
   let waiting = false
+  let bytes = 0
   // Resumes only once nothing is left to send: only then is the buffer free again.
   const flushed = () => {
     if (waiting && to.writableLength === 0) {
@@ -31,8 +34,9 @@ export function relayTo(to: Socket): Relay {
     onread: {
       buffer: Buffer.allocUnsafe(RELAY_BUFFER_BYTES),
       // Returning false pauses the source (Node's onread contract) until `flushed`.
-      callback: (bytes, buffer) => {
-        to.write(buffer.subarray(0, bytes), flushed)
+      callback: (read, buffer) => {
+        bytes += read
+        to.write(buffer.subarray(0, read), flushed)
         if (to.writableLength === 0) return true
         waiting = true
         return false
@@ -41,6 +45,9 @@ export function relayTo(to: Socket): Relay {
     from(s) {
       source = s
       s.once('end', () => to.end())
+    },
+    get bytes() {
+      return bytes
     },
   }
 }
