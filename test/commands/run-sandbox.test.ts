@@ -23,6 +23,7 @@ import {runCli} from '../helpers/proxy-run.ts'
 import {startServe, type ServeProcess} from '../helpers/serve-process.ts'
 import {mcpClient, textOf} from '../helpers/workload.ts'
 import {findBwrap} from '../../src/lib/sandbox/bwrap.ts'
+import type {StreamableHTTPClientTransport} from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 
 const ROOT = process.cwd()
 const PROBE_DIR = join(ROOT, 'test/fixtures/mcp/sandbox-probe')
@@ -95,7 +96,7 @@ async function sandboxed(
   flags: string[],
   command: string[],
   env: NodeJS.ProcessEnv = {},
-): Promise<{client: Client; stop: () => Promise<void>}> {
+): Promise<{client: Client; url: string; stop: () => Promise<void>}> {
   const r = await cli(
     ['run', name, '--json', ...flags, ...(command.length ? ['--', ...command] : [])],
     env,
@@ -105,6 +106,7 @@ async function sandboxed(
   const client = await mcpClient(url)
   return {
     client,
+    url,
     stop: async () => {
       await client.close()
       await cli(['stop', name])
@@ -189,6 +191,70 @@ describe('run --permission-profile FILE', {skip}, () => {
       const metrics = await (await fetch(`http://127.0.0.1:${internal}/metrics`)).text()
       assert.match(metrics, /^toolgate_egress_decisions_total\{decision="allow"\} [1-9]/m)
       assert.match(metrics, /^toolgate_egress_decisions_total\{decision="deny"\} [1-9]/m)
+    } finally {
+      await stop()
+    }
+  })
+
+  it('--isolation session: each session is a sandbox of its own, each reaching the egress proxy', async () => {
+    const profile = join(home, 'profile-sessions.json')
+    writeFileSync(
+      profile,
+      JSON.stringify({network: {outbound: {allow_host: ['127.0.0.1'], allow_port: [allowedPort]}}}),
+    )
+    const {client, url, stop} = await sandboxed(
+      'sessions',
+      ['--permission-profile', profile, '--isolation', 'session'],
+      PROBE,
+    )
+    let second: Client | undefined
+    try {
+      second = await mcpClient(url)
+      for (const c of [client, second]) {
+        const good = await call(c, 'fetch', {url: `http://127.0.0.1:${allowedPort}/`})
+        assert.equal(good.text, '200 allowed-body')
+        const bad = await call(c, 'fetch', {url: `http://127.0.0.1:${refusedPort}/`})
+        assert.equal(bad.error, true, bad.text)
+      }
+      // The first session ends, and its sandbox with it: the other one still reaches out.
+      await (client.transport as StreamableHTTPClientTransport).terminateSession()
+      const again = await call(second, 'fetch', {url: `http://127.0.0.1:${allowedPort}/`})
+      assert.equal(again.text, '200 allowed-body')
+    } finally {
+      await second?.close()
+      await stop()
+    }
+  })
+
+  it("the server's NODE_OPTIONS reach the server, and not the init that holds toolgate's channel", async () => {
+    // A preload that records every Node process it runs in, in the write path.
+    const preloads = join(home, 'preloads')
+    mkdirSync(preloads, {recursive: true})
+    const preload = join(preloads, 'record.cjs')
+    const record = join(writable, 'loaded.txt')
+    writeFileSync(
+      preload,
+      `require('fs').appendFileSync(${JSON.stringify(record)}, process.argv.slice(1).join(' ').slice(0, 60) + '\\n')`,
+    )
+    const profile = join(home, 'profile-preload.json')
+    writeFileSync(
+      profile,
+      JSON.stringify({
+        read: [preloads],
+        write: [writable],
+        network: {outbound: {allow_host: ['127.0.0.1'], allow_port: [allowedPort]}},
+      }),
+    )
+    const {client, stop} = await sandboxed(
+      'preload',
+      ['--permission-profile', profile, '-e', `NODE_OPTIONS=--require=${preload}`],
+      PROBE,
+    )
+    try {
+      const good = await call(client, 'fetch', {url: `http://127.0.0.1:${allowedPort}/`})
+      assert.equal(good.text, '200 allowed-body')
+      const lines = readFileSync(record, 'utf8').trim().split('\n')
+      assert.deepEqual(lines, [join(PROBE_DIR, 'index.js')], 'loaded by the server alone')
     } finally {
       await stop()
     }

@@ -32,6 +32,12 @@ function rawAnswer(status: string, body: string, extra: Record<string, string> =
   return `HTTP/1.1 ${status}\r\n${JSON_HEAD}${headers}connection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
 }
 
+/** Connections open now, and how many may be, over several servers. */
+export interface ConnectionBudget {
+  open: number
+  max: number
+}
+
 /**
  * At most `max` client connections at once; one more is answered 503 (with Retry-After) and closed
  * before its request is read, so a flood of idle connections never exhausts file descriptors
@@ -41,12 +47,14 @@ export function limitConnections(
   server: Server,
   max: number,
   log: Logger,
+  /** A limit this server shares with others (the egress proxy's, over all its sandboxes). */
+  shared?: ConnectionBudget,
 ): (socket: Socket) => boolean {
   const refused = new WeakSet<Socket>()
   let open = 0
   let lastWarned = 0
   server.on('connection', (socket: Socket) => {
-    if (open >= max) {
+    if (open >= max || (shared && shared.open >= shared.max)) {
       if (Date.now() - lastWarned > 10_000) {
         lastWarned = Date.now()
         log.warn('connection limit reached: answering 503', {max})
@@ -62,7 +70,11 @@ export function limitConnections(
       return
     }
     open++
-    socket.once('close', () => open--)
+    if (shared) shared.open++
+    socket.once('close', () => {
+      open--
+      if (shared) shared.open--
+    })
   })
   // The HTTP parser is already attached to a refused socket: its request must not be handled.
   return (socket) => refused.has(socket)

@@ -44,8 +44,11 @@ export function acceptEgressListener(
         if (child.exitCode !== null || child.signalCode !== null) void listener.close()
         else child.once('exit', () => void listener.close())
       },
-      (err: Error) =>
-        logger.warn('the egress proxy cannot serve the sandbox', {reason: err.message}),
+      (err: Error) => {
+        logger.warn('the egress proxy cannot serve the sandbox', {reason: err.message})
+        // Closed here, or it would keep the sandbox's network namespace alive.
+        handle.close()
+      },
     )
   })
 }

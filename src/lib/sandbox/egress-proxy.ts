@@ -3,7 +3,7 @@ import {connect, Server as NetServer, type AddressInfo, type Socket} from 'node:
 import type {Duplex} from 'node:stream'
 import {createServer, request} from '../http/node-http.ts'
 import type {Logger} from '../log/logger.ts'
-import {limitConnections, SERVER_LIMITS} from '../proxy/server-limits.ts'
+import {limitConnections, SERVER_LIMITS, type ConnectionBudget} from '../proxy/server-limits.ts'
 import {endToEndHeaders} from '../proxy/hop-by-hop.ts'
 import {allowsConnection, type PermissionProfile} from './profile.ts'
 import {relayTo} from './relay.ts'
@@ -38,10 +38,11 @@ export interface EgressListener {
 const CONNECT_TIMEOUT_MS = 10_000
 // A tunnel with no byte either way for this long is closed (SSE streams send keep-alives sooner).
 const TUNNEL_IDLE_MS = 10 * 60_000
-// Per listener (one sandbox). Each tunnel holds a 1 MiB relay buffer (relay.ts) and node's
-// buffers of its two sockets (about 2 MiB in all when both directions stall): about 128 MiB at
-// most.
+// Per listener (one sandbox), and over all of them (`--isolation` starts a sandbox per caller or
+// session). Each connection may hold a 1 MiB relay buffer (relay.ts) and node's buffers of its
+// two sockets (about 2 MiB in all when both directions stall): about 512 MiB at most.
 const MAX_CONNECTIONS = 64
+const MAX_CONNECTIONS_IN_ALL = 256
 // After the destination closed a tunnel cleanly: how long the client has to read the rest.
 const TUNNEL_CLOSE_GRACE_MS = 30_000
 
@@ -58,8 +59,8 @@ export function startEgressProxy(
   profile: PermissionProfile,
   logger: Logger,
   onDecision?: (decision: 'allow' | 'deny') => void,
-  /** Tests shorten the grace a client has after a tunnel's destination closed. */
-  limits: {closeGraceMs?: number} = {},
+  /** Tests shorten the grace a client has after a tunnel's destination closed, and lower the limit. */
+  limits: {closeGraceMs?: number; maxConnectionsInAll?: number} = {},
 ): EgressProxy {
   const closeGraceMs = limits.closeGraceMs ?? TUNNEL_CLOSE_GRACE_MS
   const log = logger.child({component: 'egress'})
@@ -72,6 +73,10 @@ export function startEgressProxy(
   const listeners = new Set<EgressListener>()
   // Client connections a plain-http response is being relayed on (forwardPlain).
   const relaying = new WeakSet<Socket>()
+  const budget: ConnectionBudget = {
+    open: 0,
+    max: limits.maxConnectionsInAll ?? MAX_CONNECTIONS_IN_ALL,
+  }
 
   async function serve(where: NetServer | {host: string; port: number}): Promise<EgressListener> {
     // A server of its own per listener: each sandbox has its own connection limit, and node's
@@ -79,7 +84,20 @@ export function startEgressProxy(
     const server: Server = createServer(SERVER_LIMITS, (req, res) => {
       if (!refused(req.socket)) forwardPlain(req, res)
     })
-    const refused = limitConnections(server, MAX_CONNECTIONS, log)
+    const refused = limitConnections(server, MAX_CONNECTIONS, log, budget)
+    // A parse error or timeout on a connection whose response is being relayed: node:http would
+    // write its own 400/408/431 into the middle of that response. Such a connection just closes.
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+      if (relaying.has(socket) || !socket.writable) return void socket.destroy()
+      const status =
+        err.code === 'HPE_HEADER_OVERFLOW'
+          ? '431 Request Header Fields Too Large'
+          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT'
+            ? '408 Request Timeout'
+            : '400 Bad Request'
+      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`)
+      socket.destroySoon()
+    })
     // Every client socket, tunnels included (node:http forgets a socket once it is a tunnel).
     const sockets = new Set<Socket>()
     server.on('connection', (socket: Socket) => {
@@ -185,18 +203,25 @@ export function startEgressProxy(
     }
     if (url.protocol !== 'http:' || url.username || url.password)
       return answer(res, 400, 'only http:// URLs without credentials (use CONNECT for https)')
-    // The destination answers in HTTP/1.1 (chunked, perhaps), which an HTTP/1.0 client cannot read.
-    if (req.httpVersion !== '1.1')
-      return answer(res, 505, 'the egress proxy forwards HTTP/1.1 requests only')
     const port = url.port === '' ? 80 : Number(url.port)
     const host = url.hostname.replace(/^\[|\]$/g, '')
     if (!decide(host, port, req.method ?? 'GET'))
       return answer(res, 403, `${host}:${port} is not allowed by the permission profile`)
+    // The destination answers in HTTP/1.1 (chunked, perhaps), which an HTTP/1.0 client cannot read.
+    if (req.httpVersion !== '1.1')
+      return answer(res, 505, 'the egress proxy forwards HTTP/1.1 requests only')
     relaying.add(client)
     const headers = endToEndHeaders(req.headers)
     for (const name of Object.keys(headers)) if (name.startsWith('proxy-')) delete headers[name]
     // node:http has answered `100 Continue` already; the destination must not send another.
     delete headers.expect
+    // The body goes with the framing node:http parsed it with. Without this, a GET/HEAD/DELETE/
+    // OPTIONS body sent chunked (or with a Content-Length that Connection names) would be
+    // written unframed, and the destination would read it as further requests nobody judged.
+    delete headers['content-length']
+    if (req.headers['transfer-encoding'] !== undefined) headers['transfer-encoding'] = 'chunked'
+    else if (req.headers['content-length'] !== undefined)
+      headers['content-length'] = req.headers['content-length']
     const download = relayTo(client)
     const upstream = connect({host, port, timeout: CONNECT_TIMEOUT_MS, onread: download.onread})
     upstream.once('connect', () => upstream.setTimeout(TUNNEL_IDLE_MS))
@@ -226,6 +251,11 @@ export function startEgressProxy(
     out.on('error', () => undefined)
     upstream.on('error', (err) => failed(err.message))
     client.on('close', () => upstream.destroy())
+    // Nothing after this request is ever forwarded, so nothing more is read (node:http would
+    // otherwise parse pipelined requests and keep every one of them, unanswered, until the
+    // connection closes), and the connection closes once the response is sent.
+    req.once('end', () => client.pause())
+    upstream.once('end', () => client.destroySoon())
     req.pipe(out)
   }
 

@@ -11,10 +11,20 @@
  * binary has to be visible inside; the standalone executable evaluates the same text
  * (`toolgate __sandbox-init …`, src/cli.ts). Plain JavaScript that any Node ≥ 22 runs.
  */
+/** The prefix the server's loader variables carry past bwrap, setpriv and the init. */
+export const SANDBOX_ENV_PREFIX = 'TOOLGATE_SANDBOX_ENV_'
+
 export const SANDBOX_INIT_SOURCE = `(args) => {
   const net = process.getBuiltinModule('node:net')
   const cp = process.getBuiltinModule('node:child_process')
   const [port, command, ...rest] = args
+  // The server's NODE_OPTIONS and LD_* came renamed, so that this process loaded nothing they
+  // name (sandbox.ts, shelterLoaderEnv): the server gets them back.
+  for (const name of Object.keys(process.env)) {
+    if (!name.startsWith('${SANDBOX_ENV_PREFIX}')) continue
+    process.env[name.slice(${SANDBOX_ENV_PREFIX.length})] = process.env[name]
+    delete process.env[name]
+  }
   const fail = (code, text) => {
     process.stderr.write('toolgate sandbox: ' + text + '\\n')
     process.exit(code)

@@ -10,7 +10,7 @@ import {findOnPath} from '../fs/path-lookup.ts'
 import {acceptEgressListener} from './egress-channel.ts'
 import {startEgressProxy, type EgressProxy} from './egress-proxy.ts'
 import {SANDBOX_INIT_FLAG} from './init-flag.ts'
-import {SANDBOX_INIT_SOURCE} from './init-source.ts'
+import {SANDBOX_ENV_PREFIX, SANDBOX_INIT_SOURCE} from './init-source.ts'
 import {installNpmPackage, recognizeNpx} from './npm-install.ts'
 import {findPython, installPypiPackage, recognizeUvx} from './pypi-install.ts'
 import {needsEgressProxy, withHosts, type PermissionProfile} from './profile.ts'
@@ -185,7 +185,7 @@ export async function prepareSandbox(
     const proxy = egress
     return {
       command: [wrapped.command, ...wrapped.args],
-      env: sandboxEnv,
+      env: shelterLoaderEnv(sandboxEnv),
       profile,
       close,
       channel: proxy && ((child) => acceptEgressListener(child, proxy, deps.logger)),
@@ -194,6 +194,22 @@ export async function prepareSandbox(
     await close()
     throw err
   }
+}
+
+/**
+ * The server's NODE_OPTIONS and LD_* variables, renamed (SANDBOX_ENV_PREFIX) for the init to
+ * restore for the server: bwrap and setpriv (which run outside the sandbox, with the user's
+ * rights) and the init (which holds the channel to toolgate) must load nothing a variable names —
+ * a preload in a `write` path, put there by an earlier run of the server, would run in them.
+ */
+export function shelterLoaderEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {}
+  for (const [name, value] of Object.entries(env)) {
+    if (name.startsWith(SANDBOX_ENV_PREFIX)) continue
+    const loader = name === 'NODE_OPTIONS' || name.startsWith('LD_')
+    out[loader ? SANDBOX_ENV_PREFIX + name : name] = value
+  }
+  return out
 }
 
 /** How the init runs inside: this Node with the source, or the standalone executable's mode. */

@@ -31,7 +31,7 @@ import {
 } from '../../../src/lib/sandbox/profile.ts'
 import {SANDBOX_INIT_SOURCE} from '../../../src/lib/sandbox/init-source.ts'
 import {acceptEgressListener} from '../../../src/lib/sandbox/egress-channel.ts'
-import {prepareSandbox} from '../../../src/lib/sandbox/sandbox.ts'
+import {prepareSandbox, shelterLoaderEnv} from '../../../src/lib/sandbox/sandbox.ts'
 import {seatbeltProfile} from '../../../src/lib/sandbox/seatbelt.ts'
 import {freePort} from '../../helpers/mcp-upstream.ts'
 
@@ -547,6 +547,92 @@ describe('the egress proxy against a sandbox that holds on', () => {
     )
   })
 
+  it('a relayed connection reads nothing more and closes after the response, however the client goes on', async () => {
+    await withEgress(
+      (c) => {
+        c.on('error', () => undefined)
+        c.once('data', () =>
+          setTimeout(() => c.end('HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfirst'), 400),
+        )
+      },
+      async (proxy, port) => {
+        // A client that never closes its side: only the proxy can end the connection.
+        const s = proxy.connect({allowHalfOpen: true})
+        s.on('error', () => undefined)
+        let text = ''
+        s.on('data', (d) => (text += d))
+        const ended = new Promise((r) => s.on('end', r))
+        const closed = new Promise((r) => s.on('close', () => r('closed')))
+        s.write(`GET http://127.0.0.1:${port}/ HTTP/1.1\r\nhost: x\r\n\r\n`)
+        // Bytes behind the request, while the destination has not answered: a proxy still
+        // reading them would find them malformed and drop the connection before the answer.
+        await new Promise((r) => setTimeout(r, 100))
+        s.write('\u0000 not a request\r\n\r\n')
+        await ended
+        assert.equal(text, 'HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfirst')
+        // The proxy closed its end: what the client still sends meets a closed socket.
+        await new Promise((r) => setTimeout(r, 100))
+        s.write('GET http://x/ HTTP/1.1\r\n\r\n')
+        const timeout = new Promise((r) => setTimeout(() => r('still open'), 1_000))
+        assert.equal(await Promise.race([closed, timeout]), 'closed')
+        s.destroy()
+      },
+    )
+  })
+
+  it('a body is forwarded with the framing it was parsed with, whatever the method', async () => {
+    let received = ''
+    await withEgress(
+      (c) => {
+        c.on('error', () => undefined)
+        c.on('data', (d) => {
+          received += d
+          if (received.endsWith('0\r\n\r\n')) c.end('HTTP/1.1 204 No Content\r\n\r\n')
+        })
+      },
+      async (proxy, port) => {
+        const s = proxy.connect()
+        let text = ''
+        s.on('data', (d) => (text += d))
+        const closed = new Promise((r) => s.on('close', r))
+        // A GET body, chunked: written unframed, the destination would read "hello" as a request.
+        s.write(
+          `GET http://127.0.0.1:${port}/c HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n`,
+        )
+        await closed
+        assert.match(text, /^HTTP\/1\.1 204 No Content/)
+        assert.match(received, /^GET \/c HTTP\/1\.1\r\n/)
+        assert.match(received, /\r\ntransfer-encoding: chunked\r\n/i)
+        assert.match(received, /\r\n\r\n5\r\nhello\r\n0\r\n\r\n$/)
+      },
+    )
+  })
+
+  it('connections are limited per sandbox and over all of them', async () => {
+    const egress = startEgressProxy(builtinProfile('none'), createMemoryLogger(), undefined, {
+      maxConnectionsInAll: 2,
+    })
+    const one = await egress.serve({host: '127.0.0.1', port: 0})
+    const two = await egress.serve({host: '127.0.0.1', port: 0})
+    const open = (port: number) =>
+      new Promise<{socket: Socket; text: () => string}>((resolve) => {
+        const socket = connect(port, '127.0.0.1', () => resolve({socket, text: () => text}))
+        let text = ''
+        socket.on('data', (d) => (text += d))
+        socket.on('error', () => undefined)
+      })
+    try {
+      const held = [await open(one.port), await open(two.port)]
+      const third = await open(two.port)
+      await new Promise((r) => setTimeout(r, 200))
+      assert.match(third.text(), /^HTTP\/1\.1 503 Service Unavailable/)
+      for (const h of held) assert.equal(h.text(), '')
+      for (const c of [...held, third]) c.socket.destroy()
+    } finally {
+      await egress.close()
+    }
+  })
+
   it('plain http: 502 when the destination fails, 505 for HTTP/1.0, bodies forwarded exactly', async () => {
     const got: string[] = []
     await withEgress(
@@ -667,6 +753,43 @@ describe('the relays carry every byte, in order, to a slow reader', () => {
     ))
 })
 
+describe('loader variables never reach bwrap, setpriv or the init', () => {
+  it('NODE_OPTIONS and LD_* are carried renamed; the init gives them back to the server', async () => {
+    const sheltered = shelterLoaderEnv({
+      NODE_OPTIONS: '--require /w/x.js',
+      LD_PRELOAD: '/w/x.so',
+      LD_LIBRARY_PATH: '/w',
+      TOOLGATE_SANDBOX_ENV_PATH: '/injected',
+      PATH: '/usr/bin:/bin',
+      NODE_EXTRA_CA_CERTS: '/etc/ca.pem',
+    })
+    assert.deepEqual(sheltered, {
+      TOOLGATE_SANDBOX_ENV_NODE_OPTIONS: '--require /w/x.js',
+      TOOLGATE_SANDBOX_ENV_LD_PRELOAD: '/w/x.so',
+      TOOLGATE_SANDBOX_ENV_LD_LIBRARY_PATH: '/w',
+      PATH: '/usr/bin:/bin',
+      NODE_EXTRA_CA_CERTS: '/etc/ca.pem',
+    })
+    const init = spawn(
+      process.execPath,
+      [
+        '-e',
+        `(${SANDBOX_INIT_SOURCE})(process.argv.slice(1))`,
+        '--',
+        '-',
+        process.execPath,
+        '-p',
+        'JSON.stringify([process.env.LD_LIBRARY_PATH, process.env.TOOLGATE_SANDBOX_ENV_LD_LIBRARY_PATH])',
+      ],
+      {env: {TOOLGATE_SANDBOX_ENV_LD_LIBRARY_PATH: '/w'}, stdio: ['ignore', 'pipe', 'inherit']},
+    )
+    let out = ''
+    init.stdout!.on('data', (d) => (out += d))
+    await new Promise((r) => init.on('exit', r))
+    assert.deepEqual(JSON.parse(out), ['/w', null])
+  })
+})
+
 describe("the sandbox's init hands its listener to the egress proxy", () => {
   /** Starts the init (no sandbox around it: the handover is what is tested) with `server`. */
   const startInit = (port: number | '-', server: string) =>
@@ -747,6 +870,39 @@ describe("the sandbox's init hands its listener to the egress proxy", () => {
     await egress.close()
     assert.equal(out.trim(), 'disconnected')
     assert.match(logger.lines.join('\n'), /unexpected message on its channel: ignored/)
+  })
+
+  it('the listener goes when the sandbox does (it would keep its network namespace alive)', async () => {
+    const egress = startEgressProxy(builtinProfile('none'), createMemoryLogger())
+    const port = await freePort()
+    const init = startInit(port, 'setTimeout(() => {}, 400)')
+    acceptEgressListener(init, egress, createMemoryLogger())
+    const reach = () =>
+      new Promise<boolean>((resolve) => {
+        const c = connect(port, '127.0.0.1', () => {
+          c.destroy()
+          resolve(true)
+        })
+        c.on('error', () => resolve(false))
+      })
+    try {
+      let served = false
+      for (let i = 0; i < 50 && !served; i++) {
+        served = await reach()
+        if (!served) await new Promise((r) => setTimeout(r, 20))
+      }
+      assert.ok(served, 'served while the sandbox runs')
+      await new Promise((r) => init.on('exit', r))
+      let closed = false
+      for (let i = 0; i < 50 && !closed; i++) {
+        closed = !(await reach())
+        if (!closed) await new Promise((r) => setTimeout(r, 20))
+      }
+      assert.ok(closed, 'nobody listens once it exited')
+    } finally {
+      init.kill('SIGKILL')
+      await egress.close()
+    }
   })
 
   it('without a channel the init refuses to start the server', async () => {
