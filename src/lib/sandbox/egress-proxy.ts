@@ -1,11 +1,11 @@
-import type {IncomingMessage, Server, ServerResponse} from 'node:http'
+import type {IncomingMessage, Server} from 'node:http'
 import {connect, Server as NetServer, type AddressInfo, type Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
-import {createServer, request} from '../http/node-http.ts'
+import {createServer} from '../http/node-http.ts'
 import type {Logger} from '../log/logger.ts'
 import {limitConnections, SERVER_LIMITS, type ConnectionBudget} from '../proxy/server-limits.ts'
-import {endToEndHeaders} from '../proxy/hop-by-hop.ts'
 import {allowsConnection, type PermissionProfile} from './profile.ts'
+import {forwardPlain, type PlainForwarding} from './egress-plain.ts'
 import {relayTo} from './relay.ts'
 
 /**
@@ -73,6 +73,13 @@ export function startEgressProxy(
   const listeners = new Set<EgressListener>()
   // Client connections a plain-http response is being relayed on (forwardPlain).
   const relaying = new WeakSet<Socket>()
+  const plain: PlainForwarding = {
+    decide,
+    log,
+    relaying,
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    idleMs: TUNNEL_IDLE_MS,
+  }
   const budget: ConnectionBudget = {
     open: 0,
     max: limits.maxConnectionsInAll ?? MAX_CONNECTIONS_IN_ALL,
@@ -82,7 +89,7 @@ export function startEgressProxy(
     // A server of its own per listener: each sandbox has its own connection limit, and node's
     // header and request timeouts run only on a listening server.
     const server: Server = createServer(SERVER_LIMITS, (req, res) => {
-      if (!refused(req.socket)) forwardPlain(req, res)
+      if (!refused(req.socket)) forwardPlain(plain, req, res)
     })
     const refused = limitConnections(server, MAX_CONNECTIONS, log, budget)
     // A parse error or timeout on a connection whose response is being relayed: node:http would
@@ -184,81 +191,6 @@ export function startEgressProxy(
     })
   }
 
-  // GET http://host:port/path — plain HTTP through the proxy. Node's client sends the request
-  // (the one judged: parsed, hop-by-hop and Proxy-* fields removed, `Connection: close`); the
-  // response is relayed as it comes, unparsed, through one reused buffer (relay.ts), and the
-  // client's connection closes after it. Parsing it again here cost a copy and an allocation per
-  // read: downloads ran at 25–40% of direct, as fast as through CONNECT now (bench/sandbox.bench.ts).
-  // Nothing on the connection follows that response, so it cannot be mistaken for another's.
-  function forwardPlain(req: IncomingMessage, res: ServerResponse): void {
-    const client = req.socket
-    // A request pipelined behind one being relayed: the connection closes after that response
-    // (the client sends it again on a new one), so this one is not forwarded.
-    if (relaying.has(client)) return
-    let url: URL
-    try {
-      url = new URL(req.url ?? '')
-    } catch {
-      return answer(res, 400, 'a proxy request needs an absolute http:// URL')
-    }
-    if (url.protocol !== 'http:' || url.username || url.password)
-      return answer(res, 400, 'only http:// URLs without credentials (use CONNECT for https)')
-    const port = url.port === '' ? 80 : Number(url.port)
-    const host = url.hostname.replace(/^\[|\]$/g, '')
-    if (!decide(host, port, req.method ?? 'GET'))
-      return answer(res, 403, `${host}:${port} is not allowed by the permission profile`)
-    // The destination answers in HTTP/1.1 (chunked, perhaps), which an HTTP/1.0 client cannot read.
-    if (req.httpVersion !== '1.1')
-      return answer(res, 505, 'the egress proxy forwards HTTP/1.1 requests only')
-    relaying.add(client)
-    const headers = endToEndHeaders(req.headers)
-    for (const name of Object.keys(headers)) if (name.startsWith('proxy-')) delete headers[name]
-    // node:http has answered `100 Continue` already; the destination must not send another.
-    delete headers.expect
-    // The body goes with the framing node:http parsed it with. Without this, a GET/HEAD/DELETE/
-    // OPTIONS body sent chunked (or with a Content-Length that Connection names) would be
-    // written unframed, and the destination would read it as further requests nobody judged.
-    delete headers['content-length']
-    if (req.headers['transfer-encoding'] !== undefined) headers['transfer-encoding'] = 'chunked'
-    else if (req.headers['content-length'] !== undefined)
-      headers['content-length'] = req.headers['content-length']
-    const download = relayTo(client)
-    const upstream = connect({host, port, timeout: CONNECT_TIMEOUT_MS, onread: download.onread})
-    upstream.once('connect', () => upstream.setTimeout(TUNNEL_IDLE_MS))
-    upstream.once('timeout', () => upstream.destroy(new Error('upstream timeout')))
-    client.setTimeout(TUNNEL_IDLE_MS, () => client.destroy())
-    const failed = (reason: string) => {
-      log.info('egress connection failed', {host, port, reason})
-      // Nothing of a response relayed yet: the client gets an answer of ours.
-      if (download.bytes === 0 && !res.headersSent && !client.destroyed) {
-        res.shouldKeepAlive = false
-        answer(res, 502, 'the destination could not be reached')
-      } else client.destroy()
-    }
-    upstream.once('end', () => {
-      if (download.bytes === 0) failed('the destination closed the connection without answering')
-    })
-    download.from(upstream)
-    const out = request({
-      method: req.method,
-      path: url.pathname + url.search,
-      headers: {...headers, host: url.host},
-      // No agent (`agent: false` would make one): this connection, and `Connection: close`.
-      createConnection: () => upstream,
-    })
-    // Node's client never sees the response (onread takes it), so it reports every close as a
-    // hang-up: only a destination that could not be reached is an error here.
-    out.on('error', () => undefined)
-    upstream.on('error', (err) => failed(err.message))
-    client.on('close', () => upstream.destroy())
-    // Nothing after this request is ever forwarded, so nothing more is read (node:http would
-    // otherwise parse pipelined requests and keep every one of them, unanswered, until the
-    // connection closes), and the connection closes once the response is sent.
-    req.once('end', () => client.pause())
-    upstream.once('end', () => client.destroySoon())
-    req.pipe(out)
-  }
-
   return {
     serve,
     close: async () => {
@@ -272,13 +204,4 @@ function refuse(client: Duplex, status: string, text: string): void {
   client.end(
     `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   )
-}
-
-function answer(res: ServerResponse, status: number, text: string): void {
-  const body = JSON.stringify({error: text})
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-  })
-  res.end(body)
 }
