@@ -57,7 +57,10 @@ export function limitConnections(
     if (open >= max || (shared && shared.open >= shared.max)) {
       if (Date.now() - lastWarned > 10_000) {
         lastWarned = Date.now()
-        log.warn('connection limit reached: answering 503', {max})
+        log.warn('connection limit reached: answering 503', {
+          max,
+          ...(shared && {shared: shared.max}),
+        })
       }
       refused.add(socket)
       socket.on('error', () => undefined)

@@ -2,6 +2,7 @@ import type {ChildProcess} from 'node:child_process'
 import {Server as NetServer} from 'node:net'
 import type {Logger} from '../log/logger.ts'
 import type {EgressProxy} from './egress-proxy.ts'
+import {EGRESS_LISTENER_MESSAGE} from './init-source.ts'
 
 /**
  * toolgate's end of the channel the sandbox's init hands its listening socket over (issue 32):
@@ -12,9 +13,6 @@ import type {EgressProxy} from './egress-proxy.ts'
  * the channel is closed at once, and the listener goes when the sandbox does (it would otherwise
  * keep the sandbox's network namespace alive).
  */
-
-/** The message the init sends with its listening socket. */
-export const EGRESS_LISTENER_MESSAGE = 'egress-listener'
 
 export function acceptEgressListener(
   child: ChildProcess,

@@ -11,6 +11,9 @@
  * binary has to be visible inside; the standalone executable evaluates the same text
  * (`toolgate __sandbox-init …`, src/cli.ts). Plain JavaScript that any Node ≥ 22 runs.
  */
+/** The message the init sends its listening socket with (egress-channel.ts takes it). */
+export const EGRESS_LISTENER_MESSAGE = 'egress-listener'
+
 /** The prefix the server's loader variables carry past bwrap, setpriv and the init. */
 export const SANDBOX_ENV_PREFIX = 'TOOLGATE_SANDBOX_ENV_'
 
@@ -40,7 +43,7 @@ export const SANDBOX_INIT_SOURCE = `(args) => {
   const server = net.createServer()
   server.on('error', (err) => fail(126, 'cannot listen on 127.0.0.1:' + port + ': ' + err.message))
   server.listen(Number(port), '127.0.0.1', () => {
-    process.send({toolgate: 'egress-listener'}, server, (err) => {
+    process.send({toolgate: '${EGRESS_LISTENER_MESSAGE}'}, server, (err) => {
       if (err) fail(126, 'cannot hand the egress listener to toolgate: ' + err.message)
       // The server starts once the channel is closed: nothing of it is left to inherit or use.
       process.once('disconnect', () => {
