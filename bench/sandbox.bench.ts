@@ -51,7 +51,7 @@ function download(url: string, curlFlags = ''): string[] {
   return ['/bin/sh', '-c', `${curl} | cat > /dev/null`]
 }
 
-/** MB/s of one curl download (`download`), started as `run` as toolgate starts a server. */
+/** MB/s of one curl download (`download`), started the way `run` starts a server (with its channel). */
 function curl(run: Pick<PreparedSandbox, 'command' | 'env' | 'channel'>): Promise<number> {
   return new Promise((resolve, reject) => {
     const {command, env, channel} = run
